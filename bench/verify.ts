@@ -1,0 +1,146 @@
+/**
+ * pnpm bench:verify — the cost of verifying one webhook, payhook beside its peers, in one run.
+ *
+ * For payment payloads of about 1 KB, 10 KB and 100 KB it measures:
+ * - floor: JSON.parse + HMAC-SHA256 over the raw body (what any verifier must at least do);
+ * - payhook verifyChecksum, auto on the raw body, as the sender encodes it (RFC 8785 key order)
+ *   and as a sender with another key order and whitespace would;
+ * - payhook verifyChecksum, jcs on an already parsed payload (a body parser ran first);
+ * - naive: JSON.parse + the `canonicalize` package + HMAC;
+ * - stripe.webhooks.constructEvent, standardwebhooks Webhook.verify, @octokit/webhooks-methods verify.
+ */
+import { createHmac } from 'node:crypto';
+import { sign as octokitSign, verify as octokitVerify } from '@octokit/webhooks-methods';
+import { canonicalJson, computeChecksum, verifyChecksum } from '@payhook/core';
+import { createTestPayment } from '@payhook/core/testing';
+import canonicalize from 'canonicalize';
+import { Webhook } from 'standardwebhooks';
+import Stripe from 'stripe';
+import { fmt, opsPerSecond, printTable, writeResults } from './lib.js';
+
+const BIZ = '5b1e1f0a-0c3d-4a8e-9e51-3f0d2c6a7b19';
+const EVENT = 'payment.session.succeeded';
+const stripe = new Stripe('sk_test_bench');
+const STRIPE_SECRET = 'whsec_bench_secret';
+const swh = new Webhook(Buffer.from('bench-secret-for-standard-webhooks').toString('base64'));
+
+/** A realistic payment whose order grows until its JSON is about `bytes` long. */
+function paymentOfSize(bytes: number): Record<string, unknown> {
+  const payment = createTestPayment({ method: 'card', status: 'settled' }) as unknown as Record<
+    string,
+    unknown
+  >;
+  const order = (payment.metadata as { order: { items: unknown[] } }).order;
+  const template = order.items;
+  let i = 0;
+  while (JSON.stringify({ event: EVENT, data: payment, checksum: 'x'.repeat(64) }).length < bytes) {
+    order.items.push({
+      ...(template[i % template.length] as object),
+      sku: `SKU-${100000 + i}`,
+      quantity: (i % 5) + 1,
+    });
+    i++;
+  }
+  return payment;
+}
+
+/** The same value with keys in reverse order and two-space indentation. */
+function reordered(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(reordered);
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .reverse()
+      .map((k) => [k, reordered((value as Record<string, unknown>)[k])]),
+  );
+}
+
+const rows: string[][] = [];
+const json: Record<string, Record<string, number>> = {};
+const failures: string[] = [];
+
+for (const size of [1_000, 10_000, 100_000]) {
+  const data = paymentOfSize(size);
+  const checksum = computeChecksum(EVENT, data, BIZ);
+  // What the reference sender puts on the wire: data in RFC 8785 order.
+  const raw = `{"event":${JSON.stringify(EVENT)},"data":${canonicalJson(data)},"checksum":"${checksum}"}`;
+  const rawLoose = JSON.stringify({ event: EVENT, data: reordered(data), checksum }, null, 2);
+  const rawBuf = Buffer.from(raw);
+  const parsed = JSON.parse(raw);
+  const options = { businessIds: [BIZ] };
+  for (const [name, body] of [
+    ['canonical', raw],
+    ['loose', rawLoose],
+  ] as const) {
+    if (!verifyChecksum({ rawBody: body }, options).ok)
+      throw new Error(`payhook does not verify its ${name} body`);
+  }
+
+  const stripeHeader = stripe.webhooks.generateTestHeaderString({ payload: raw, secret: STRIPE_SECRET });
+  const swhId = 'msg_bench';
+  const swhTs = new Date();
+  const swhHeaders = {
+    'webhook-id': swhId,
+    'webhook-timestamp': String(Math.floor(swhTs.getTime() / 1000)),
+    'webhook-signature': swh.sign(swhId, swhTs, raw),
+  };
+  const octokitSecret = 'octokit-bench-secret';
+  const octokitSig = await octokitSign(octokitSecret, raw);
+
+  const tasks: [string, () => unknown][] = [
+    [
+      'floor: JSON.parse + HMAC(raw)',
+      () => {
+        JSON.parse(raw);
+        return createHmac('sha256', BIZ).update(rawBuf).digest();
+      },
+    ],
+    ['payhook auto, raw (sender order)', () => verifyChecksum({ rawBody: rawBuf }, options)],
+    ['payhook auto, raw (other order + spaces)', () => verifyChecksum({ rawBody: rawLoose }, options)],
+    ['payhook jcs, parsed payload', () => verifyChecksum({ payload: parsed }, options)],
+    [
+      'naive: parse + canonicalize + HMAC',
+      () => {
+        const body = JSON.parse(raw);
+        const { checksum: _c, ...rest } = body.data;
+        return (
+          createHmac('sha256', BIZ)
+            .update(`${body.event}|${canonicalize(rest)}`)
+            .digest('hex') === body.checksum
+        );
+      },
+    ],
+    ['stripe constructEvent', () => stripe.webhooks.constructEvent(raw, stripeHeader, STRIPE_SECRET)],
+    ['standardwebhooks verify', () => swh.verify(raw, swhHeaders)],
+    ['@octokit/webhooks-methods verify', () => octokitVerify(octokitSecret, raw, octokitSig)],
+  ];
+
+  const results: Record<string, number> = {};
+  for (const [name, fn] of tasks) results[name] = await opsPerSecond(fn);
+  const floor = results['floor: JSON.parse + HMAC(raw)'] as number;
+  const stripeOps = results['stripe constructEvent'] as number;
+  const naive = results['naive: parse + canonicalize + HMAC'] as number;
+  const label = `${Math.round(raw.length / 1000)} KB`;
+  for (const [name, ops] of Object.entries(results)) {
+    rows.push([
+      label,
+      name,
+      fmt(ops),
+      (ops / floor).toFixed(2),
+      (ops / stripeOps).toFixed(2),
+      (ops / naive).toFixed(2),
+    ]);
+  }
+  json[label] = results;
+  for (const name of ['payhook auto, raw (sender order)', 'payhook jcs, parsed payload']) {
+    const ratio = (results[name] as number) / naive;
+    if (ratio < 2) failures.push(`${label}: ${name} is ${ratio.toFixed(2)}x naive (target 2x)`);
+  }
+}
+
+printTable(['size', 'verifier', 'ops/s', 'x floor', 'x stripe', 'x naive'], rows);
+console.log(`\nresults written to ${writeResults('verify', json).replace(process.cwd(), '.')}`);
+if (failures.length > 0) {
+  console.log(`\nbelow target:\n${failures.join('\n')}`);
+}

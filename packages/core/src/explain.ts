@@ -1,0 +1,196 @@
+import {
+  type AppliedCanonicalization,
+  candidateMessages,
+  hmacHex,
+  parseEnvelope,
+  type VerifyInput,
+  type VerifyOptions,
+} from './checksum.js';
+import { isPayhookError, PayhookError } from './errors.js';
+import { DEFAULT_MAX_DEPTH } from './lexical-canonical-json.js';
+
+/** One business id tried against one candidate string. */
+export interface ChecksumAttempt {
+  businessId: string;
+  /** The checksum this key gives for the candidate string. */
+  checksum: string;
+  matches: boolean;
+}
+
+/** One encoding of `data` that was tried, and the exact string that was hashed. */
+export interface ChecksumCandidate {
+  canonicalization: AppliedCanonicalization;
+  /** The exact string hashed: `event + "|" + canonical(data)`; undefined if it could not be built. */
+  message: string | undefined;
+  attempts: ChecksumAttempt[];
+  /** Why the string could not be built (a malformed body, for instance). */
+  error?: PayhookError;
+}
+
+/** Where two candidate strings first differ. */
+export interface CandidateDifference {
+  between: [AppliedCanonicalization, AppliedCanonicalization];
+  /** Offset (UTF-16 code units) of the first differing character. */
+  offset: number;
+  /** A few characters either side of the offset in each string. */
+  context: [string, string];
+}
+
+/** What {@link explainChecksumMismatch} found. */
+export interface ChecksumExplanation {
+  /** True if some encoding and business id verify the payload. */
+  ok: boolean;
+  event: string | undefined;
+  /** The checksum the payload carries (as sent). */
+  received: string | undefined;
+  candidates: ChecksumCandidate[];
+  differences: CandidateDifference[];
+  /** Set when the body could not be read at all. */
+  error?: PayhookError;
+}
+
+const CONTEXT = 24;
+
+/**
+ * For humans debugging a checksum mismatch: for each encoding tried and each business id, the
+ * exact string that was hashed and its checksum, the checksum the payload carries, and where the
+ * candidate strings differ. Takes the same arguments as `verifyChecksum`, and never throws on
+ * bad input.
+ *
+ * @example
+ * ```ts
+ * const explanation = explainChecksumMismatch({ rawBody }, { businessIds: ['biz_123'] });
+ * console.log(formatMismatch(explanation));
+ * ```
+ */
+export function explainChecksumMismatch(input: VerifyInput, options: VerifyOptions): ChecksumExplanation {
+  const mode = options.canonicalization ?? (input.rawBody !== undefined ? 'auto' : 'jcs');
+  let envelope: ReturnType<typeof parseEnvelope>;
+  try {
+    envelope = parseEnvelope(input, options.maxDepth ?? DEFAULT_MAX_DEPTH);
+  } catch (error) {
+    return {
+      ok: false,
+      event: undefined,
+      received: undefined,
+      candidates: [],
+      differences: [],
+      error: toPayhookError(error),
+    };
+  }
+  const { payload } = envelope;
+  const received = payload.checksum.toLowerCase();
+  const candidates: ChecksumCandidate[] = [];
+  for (const candidate of candidateMessages(envelope, mode === 'lexical' || mode === 'jcs' ? mode : 'auto')) {
+    try {
+      const message = candidate.message();
+      const attempts = options.businessIds.map((businessId) => {
+        const checksum = hmacHex(message, businessId);
+        return { businessId, checksum, matches: checksum === received };
+      });
+      candidates.push({ canonicalization: candidate.canonicalization, message, attempts });
+    } catch (error) {
+      candidates.push({
+        canonicalization: candidate.canonicalization,
+        message: undefined,
+        attempts: [],
+        error: toPayhookError(error),
+      });
+    }
+  }
+  const differences: CandidateDifference[] = [];
+  for (let a = 0; a < candidates.length; a++) {
+    for (let b = a + 1; b < candidates.length; b++) {
+      const x = candidates[a] as ChecksumCandidate;
+      const y = candidates[b] as ChecksumCandidate;
+      if (x.message === undefined || y.message === undefined) continue;
+      const offset = firstDifference(x.message, y.message);
+      if (offset === -1) continue;
+      differences.push({
+        between: [x.canonicalization, y.canonicalization],
+        offset,
+        context: [around(x.message, offset), around(y.message, offset)],
+      });
+    }
+  }
+  return {
+    ok: candidates.some((c) => c.attempts.some((t) => t.matches)),
+    event: payload.event,
+    received: payload.checksum,
+    candidates,
+    differences,
+  };
+}
+
+function toPayhookError(error: unknown): PayhookError {
+  return isPayhookError(error)
+    ? error
+    : new PayhookError('malformed_payload', 'The body could not be read.', { cause: error });
+}
+
+function firstDifference(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a.charCodeAt(i) !== b.charCodeAt(i)) return i;
+  return a.length === b.length ? -1 : n;
+}
+
+function around(s: string, offset: number): string {
+  const start = Math.max(0, offset - CONTEXT);
+  const end = Math.min(s.length, offset + CONTEXT);
+  return `${start > 0 ? '…' : ''}${s.slice(start, end)}${end < s.length ? '…' : ''}`;
+}
+
+const PREVIEW = 160;
+
+/**
+ * The text `payhook verify` prints for an explanation: one block per encoding, the checksum each
+ * business id gives, and where the encodings differ.
+ *
+ * @example
+ * ```ts
+ * process.stderr.write(formatMismatch(explainChecksumMismatch({ rawBody }, { businessIds })));
+ * ```
+ */
+export function formatMismatch(explanation: ChecksumExplanation): string {
+  const lines: string[] = [];
+  if (explanation.error) {
+    lines.push(`The payload could not be read: ${explanation.error.message} [${explanation.error.code}]`);
+    return `${lines.join('\n')}\n`;
+  }
+  lines.push(explanation.ok ? 'The checksum verifies.' : 'The checksum does not verify.');
+  lines.push(`  event:    ${explanation.event}`);
+  lines.push(`  received: ${explanation.received}`);
+  for (const candidate of explanation.candidates) {
+    lines.push('');
+    lines.push(`${candidate.canonicalization} canonicalization:`);
+    if (candidate.message === undefined) {
+      lines.push(`  could not build the string: ${candidate.error?.message ?? 'unknown error'}`);
+      continue;
+    }
+    const preview =
+      candidate.message.length > PREVIEW
+        ? `${candidate.message.slice(0, PREVIEW)}… (${candidate.message.length} chars)`
+        : candidate.message;
+    lines.push(`  hashed:   ${preview}`);
+    for (const attempt of candidate.attempts) {
+      lines.push(
+        `  ${attempt.matches ? 'MATCH' : 'no match'}  key ${JSON.stringify(attempt.businessId)} -> ${attempt.checksum}`,
+      );
+    }
+  }
+  if (explanation.differences.length > 0) {
+    lines.push('');
+    for (const d of explanation.differences) {
+      lines.push(`${d.between[0]} and ${d.between[1]} differ at offset ${d.offset}:`);
+      lines.push(`  ${d.between[0]}: ${d.context[0]}`);
+      lines.push(`  ${d.between[1]}: ${d.context[1]}`);
+    }
+  }
+  if (!explanation.ok) {
+    lines.push('');
+    lines.push(
+      'Hints: the key is the id of the business that receives the event (not an API key); verify the raw body as received (a body parser that re-serializes changes numbers and escapes); a sender that escapes "/" or non-ASCII only verifies with lexical or auto canonicalization.',
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,28 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const src = (pkg: string, entry = 'index.ts') =>
+  fileURLToPath(new URL(`./packages/${pkg}/src/${entry}`, import.meta.url));
+
+// Tests import the packages by name; in the test run the names resolve to the sources, so a test
+// never runs against a stale build. The CommonJS test loads the built files on purpose.
+const alias = [
+  { find: /^@payhook\/core\/testing$/, replacement: src('core', 'testing/index.ts') },
+  { find: /^@payhook\/core$/, replacement: src('core') },
+];
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        resolve: { alias },
+        test: {
+          name: 'core',
+          root: './packages/core',
+          include: ['test/**/*.test.ts'],
+          typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: '../../tsconfig.json' },
+        },
+      },
+    ],
+  },
+});
