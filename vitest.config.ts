@@ -9,20 +9,24 @@ const src = (pkg: string, entry = 'index.ts') =>
 const alias = [
   { find: /^@payhook\/core\/testing$/, replacement: src('core', 'testing/index.ts') },
   { find: /^@payhook\/core$/, replacement: src('core') },
+  { find: /^@payhook\/express$/, replacement: src('express') },
+  { find: /^@payhook\/koa$/, replacement: src('koa') },
+  { find: /^@payhook\/fastify$/, replacement: src('fastify') },
 ];
+
+const pkg = (name: string, extra: Record<string, unknown> = {}) => ({
+  resolve: { alias },
+  test: {
+    name,
+    root: `./packages/${name}`,
+    include: ['test/**/*.test.ts'],
+    typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: '../../tsconfig.json' },
+    ...extra,
+  },
+});
 
 export default defineConfig({
   test: {
-    projects: [
-      {
-        resolve: { alias },
-        test: {
-          name: 'core',
-          root: './packages/core',
-          include: ['test/**/*.test.ts'],
-          typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: '../../tsconfig.json' },
-        },
-      },
-    ],
+    projects: [pkg('core'), pkg('express'), pkg('koa'), pkg('fastify')],
   },
 });

@@ -1,0 +1,184 @@
+import { type Static, Type } from 'typebox';
+
+// The wire shapes of the service (payment-service-interface.md, "Resources and their fields"),
+// defined once: the receiver validates events with them and the reference sender builds its route
+// schemas and OpenAPI document from them. Objects accept extra properties everywhere, because the
+// service may add fields and a receiver must not refuse an authentic event for that.
+const open = { additionalProperties: true } as const;
+
+/** A postal address: `line1`, `line2` (may be empty), `city`, `state`, `zip_code`, `country` (ISO 3166-1 alpha-2). */
+export const AddressSchema = Type.Object(
+  {
+    line1: Type.String(),
+    line2: Type.String(),
+    city: Type.String(),
+    state: Type.String(),
+    zip_code: Type.String(),
+    country: Type.String({ minLength: 2, maxLength: 2, description: 'Two-letter country code.' }),
+  },
+  { ...open, title: 'Address' },
+);
+
+/** The fields of a customer that a caller supplies (no id). */
+export const CustomerInputSchema = Type.Object(
+  {
+    first_name: Type.String(),
+    last_name: Type.String({ description: 'May be an empty string.' }),
+    email: Type.String(),
+    phone_number: Type.String({ description: 'International format with a leading plus sign.' }),
+    billing_address: AddressSchema,
+  },
+  { ...open, title: 'CustomerInput' },
+);
+
+/** A customer as the service returns it, inside payments too (where it may carry `business_id`). */
+export const CustomerSchema = Type.Object(
+  {
+    id: Type.String({ description: 'UUID assigned by the service.' }),
+    first_name: Type.String(),
+    last_name: Type.String(),
+    email: Type.String(),
+    phone_number: Type.String(),
+    billing_address: AddressSchema,
+    business_id: Type.Optional(Type.String()),
+  },
+  { ...open, title: 'Customer' },
+);
+
+/** One item of an order: `name` and `type` (observed: digital, physical). */
+export const OrderItemSchema = Type.Object({ name: Type.String(), type: Type.String() }, { ...open, title: 'OrderItem' });
+
+/** Payment metadata: the order it pays for. */
+export const MetadataSchema = Type.Object(
+  {
+    order: Type.Object({ identifier: Type.String(), items: Type.Array(OrderItemSchema) }, { ...open, title: 'Order' }),
+  },
+  { ...open, title: 'Metadata' },
+);
+
+/** A card in a payment: masked number and expiry. */
+export const CardPaymentMethodSchema = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Literal('card'),
+    card_number: Type.String({ description: 'Masked, such as 424242******4242.' }),
+    expiry_month: Type.Integer(),
+    expiry_year: Type.Integer(),
+  },
+  { ...open, title: 'CardPaymentMethod' },
+);
+
+/** The bank account a customer pays into (bank transfer). */
+export const BankAccountPaymentMethodSchema = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Literal('bank_account'),
+    account_name: Type.String(),
+    account_number: Type.String(),
+    account_type: Type.String({ description: 'Observed: savings.' }),
+    bank_name: Type.String(),
+  },
+  { ...open, title: 'BankAccountPaymentMethod' },
+);
+
+/** A stablecoin deposit address (DESIGN.md: the shape the spec does not show). */
+export const CryptoAddressPaymentMethodSchema = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.Literal('crypto_address'),
+    address: Type.String(),
+    network: Type.String(),
+  },
+  { ...open, title: 'CryptoAddressPaymentMethod' },
+);
+
+/** The method types payhook knows the shape of. */
+export const KNOWN_PAYMENT_METHOD_TYPES = ['card', 'bank_account', 'crypto_address'] as const;
+
+/** A payment method of a type payhook does not know yet: its fields are kept as sent. */
+export const OtherPaymentMethodSchema = Type.Object(
+  { type: Type.String({ not: { enum: [...KNOWN_PAYMENT_METHOD_TYPES] } }) },
+  { ...open, title: 'OtherPaymentMethod' },
+);
+
+/** The payment method of a payment: a known shape, another type with its fields, or null. */
+export const PaymentMethodSchema = Type.Union(
+  [
+    CardPaymentMethodSchema,
+    BankAccountPaymentMethodSchema,
+    CryptoAddressPaymentMethodSchema,
+    OtherPaymentMethodSchema,
+    Type.Null(),
+  ],
+  { title: 'PaymentMethod' },
+);
+
+/** Payment status values. */
+export const PaymentStatusSchema = Type.Union(
+  [Type.Literal('pending'), Type.Literal('captured'), Type.Literal('settled'), Type.Literal('failed')],
+  { title: 'PaymentStatus' },
+);
+
+/** Currencies the service collects. */
+export const CurrencySchema = Type.Union([Type.Literal('NGN'), Type.Literal('USD'), Type.Literal('CAD')], {
+  title: 'Currency',
+});
+
+/** A payment, as `GET /payments/{id}` returns it and as events carry it in `data`. */
+export const PaymentSchema = Type.Object(
+  {
+    id: Type.String({ description: 'Payment session id (UUID).' }),
+    reference: Type.String(),
+    correlation_id: Type.String(),
+    amount: Type.Integer({ description: 'Smallest currency unit; for the crypto-app method, the USD value.' }),
+    currency: CurrencySchema,
+    description: Type.String(),
+    date: Type.String({ description: 'ISO 8601 UTC timestamp.' }),
+    status: PaymentStatusSchema,
+    cancellation_reason: Type.Union([Type.String(), Type.Null()]),
+    mode: Type.Union([Type.Literal('live'), Type.Literal('test')]),
+    customer: CustomerSchema,
+    metadata: MetadataSchema,
+    payment_method: PaymentMethodSchema,
+  },
+  { ...open, title: 'Payment' },
+);
+
+export type Address = Static<typeof AddressSchema>;
+export type CustomerInput = Static<typeof CustomerInputSchema>;
+export type Customer = Static<typeof CustomerSchema>;
+export type OrderItem = Static<typeof OrderItemSchema>;
+export type Metadata = Static<typeof MetadataSchema>;
+export type CardPaymentMethod = Static<typeof CardPaymentMethodSchema>;
+export type BankAccountPaymentMethod = Static<typeof BankAccountPaymentMethodSchema>;
+export type CryptoAddressPaymentMethod = Static<typeof CryptoAddressPaymentMethodSchema>;
+/** A payment method of another type; its fields are there, untyped. */
+export interface OtherPaymentMethod {
+  type: string;
+  [field: string]: unknown;
+}
+/**
+ * The payment method of a payment. Narrow known shapes with {@link isKnownPaymentMethod} or by
+ * `type` after it.
+ */
+export type PaymentMethod = CardPaymentMethod | BankAccountPaymentMethod | CryptoAddressPaymentMethod | OtherPaymentMethod | null;
+/** The known payment method shapes. */
+export type KnownPaymentMethod = CardPaymentMethod | BankAccountPaymentMethod | CryptoAddressPaymentMethod;
+export type PaymentStatus = Static<typeof PaymentStatusSchema>;
+export type Currency = Static<typeof CurrencySchema>;
+/** A payment, as events carry it. */
+export type Payment = Omit<Static<typeof PaymentSchema>, 'payment_method'> & { payment_method: PaymentMethod };
+
+/**
+ * True if a payment method has one of the shapes payhook knows; `switch (method.type)` then
+ * narrows to the card, bank account or crypto address.
+ *
+ * @example
+ * ```ts
+ * const method = event.data.payment_method;
+ * if (isKnownPaymentMethod(method) && method.type === 'card') console.log(method.card_number);
+ * ```
+ */
+export function isKnownPaymentMethod(method: PaymentMethod): method is KnownPaymentMethod {
+  return method !== null && (KNOWN_PAYMENT_METHOD_TYPES as readonly string[]).includes(method.type);
+}

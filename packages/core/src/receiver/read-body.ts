@@ -1,0 +1,69 @@
+import type { Readable } from 'node:stream';
+import { PayhookError } from '../errors.js';
+
+/** The parts of a Node request that {@link readRawBody} reads. */
+export type BodyStream = Pick<Readable, 'on' | 'off' | 'pause' | 'resume'> & {
+  headers: Record<string, string | string[] | undefined>;
+};
+
+/**
+ * Reads a request body into one Buffer, refusing it with `payload_too_large` (413) as soon as it
+ * passes `maxBytes`: a `Content-Length` above the limit is refused before a byte is read, and a
+ * chunked body at the first chunk past the limit. The rest is never read; the stream is paused,
+ * not destroyed, so the 413 can still be written (answer it with `Connection: close`).
+ *
+ * @example
+ * ```ts
+ * const rawBody = await readRawBody(req, 1024 * 1024);
+ * ```
+ */
+export function readRawBody(req: BodyStream, maxBytes: number): Promise<Buffer> {
+  const declared = req.headers['content-length'];
+  if (typeof declared === 'string' && Number(declared) > maxBytes) {
+    req.pause();
+    return Promise.reject(tooLarge(maxBytes));
+  }
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('aborted', onAborted);
+    };
+    const onData = (chunk: Buffer | string) => {
+      const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      total += buf.length;
+      if (total > maxBytes) {
+        cleanup();
+        req.pause();
+        reject(tooLarge(maxBytes));
+        return;
+      }
+      chunks.push(buf);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(new PayhookError('malformed_payload', 'The request body could not be read.', { cause: error }));
+    };
+    const onAborted = () => onError(new Error('request aborted'));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('aborted', onAborted);
+    req.resume();
+  });
+}
+
+/** The 413 error of a body over the receiver's limit. */
+export function tooLarge(maxBytes: number): PayhookError {
+  return new PayhookError(
+    'payload_too_large',
+    `The body is larger than ${maxBytes} bytes; raise the receiver's maxBodyBytes if events this large are expected.`,
+  );
+}

@@ -1,0 +1,136 @@
+import type { ClaimRequest, ClaimResult, IdempotencyStore, RecoveredEvent, StoredEvent } from './types.js';
+
+/** Options of {@link createMemoryStore}. */
+export interface MemoryStoreOptions {
+  /** How long done and failed records are kept, in ms (default 7 days). */
+  retentionMs?: number;
+  /** Clock, for tests (default `Date.now`). */
+  now?: () => number;
+  /** Most records kept; the oldest finished ones are evicted past it (default 1,000,000). */
+  maxEntries?: number;
+}
+
+export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
+/**
+ * An idempotency store in the memory of one process: exactly-once within that process, nothing
+ * shared and nothing kept across restarts. The default of `createReceiver`; use `@payhook/redis`
+ * when several instances receive, or when an acknowledged event must survive a crash.
+ *
+ * @example
+ * ```ts
+ * const receiver = createReceiver({
+ *   businessIds: [process.env.BUSINESS_ID!],
+ *   allowedIps: ['203.0.113.10'],
+ *   store: createMemoryStore({ retentionMs: 24 * 60 * 60 * 1000 }),
+ * });
+ * ```
+ */
+export function createMemoryStore(options: MemoryStoreOptions = {}): IdempotencyStore {
+  const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
+  const now = options.now ?? Date.now;
+  const maxEntries = options.maxEntries ?? 1_000_000;
+  if (!Number.isFinite(retentionMs) || retentionMs <= 0) {
+    throw new TypeError(`Invalid retentionMs: ${retentionMs} (expected a positive number of milliseconds).`);
+  }
+  // Map keeps insertion order, and every write re-inserts: the first entries are the oldest.
+  const records = new Map<string, StoredEvent>();
+
+  const put = (record: StoredEvent) => {
+    records.delete(record.key);
+    records.set(record.key, record);
+  };
+
+  const live = (key: string): StoredEvent | undefined => {
+    const record = records.get(key);
+    if (record && record.state !== 'processing' && record.updatedAt + retentionMs <= now()) {
+      records.delete(key);
+      return undefined;
+    }
+    return record;
+  };
+
+  const sweep = () => {
+    const t = now();
+    for (const record of records.values()) {
+      if (records.size <= maxEntries && record.updatedAt + retentionMs > t) break;
+      if (record.state !== 'processing') records.delete(record.key);
+    }
+  };
+
+  const held = (key: string, owner: string): StoredEvent | undefined => {
+    const record = live(key);
+    return record?.state === 'processing' && record.owner === owner ? record : undefined;
+  };
+
+  return {
+    async claim(key: string, request: ClaimRequest): Promise<ClaimResult> {
+      const t = now();
+      const record = live(key);
+      let previous: 'new' | 'failed' | 'expired' = 'new';
+      if (record) {
+        if (record.state === 'done') return { status: 'duplicate', state: 'done' };
+        if (record.state === 'processing' && (record.leaseUntil ?? 0) > t) {
+          return { status: 'duplicate', state: 'processing' };
+        }
+        previous = record.state === 'failed' ? 'failed' : 'expired';
+      }
+      const attempts = (record?.attempts ?? 0) + 1;
+      put({
+        key,
+        state: 'processing',
+        owner: request.owner,
+        leaseUntil: t + request.leaseMs,
+        payload: request.payload,
+        businessId: request.businessId,
+        attempts,
+        error: record?.error,
+        receivedAt: record?.receivedAt ?? t,
+        updatedAt: t,
+      });
+      sweep();
+      return { status: 'claimed', attempts, previous };
+    },
+
+    async renew(key, owner, leaseMs) {
+      const record = held(key, owner);
+      if (!record) return false;
+      record.leaseUntil = now() + leaseMs;
+      return true;
+    },
+
+    async complete(key, owner) {
+      const record = held(key, owner);
+      if (!record) return false;
+      // A tombstone: the payload is not needed to refuse duplicates.
+      put({ ...record, state: 'done', owner: undefined, leaseUntil: undefined, payload: undefined, updatedAt: now() });
+      return true;
+    },
+
+    async fail(key, owner, error) {
+      const record = held(key, owner);
+      if (!record) return false;
+      put({ ...record, state: 'failed', owner: undefined, leaseUntil: undefined, error, updatedAt: now() });
+      return true;
+    },
+
+    async recover(owner, leaseMs, limit) {
+      const t = now();
+      const out: RecoveredEvent[] = [];
+      for (const record of records.values()) {
+        if (out.length >= limit) break;
+        if (record.state !== 'processing' || (record.leaseUntil ?? 0) > t || record.payload === undefined) continue;
+        record.owner = owner;
+        record.leaseUntil = t + leaseMs;
+        record.attempts += 1;
+        out.push({ key: record.key, payload: record.payload, businessId: record.businessId ?? '', attempts: record.attempts });
+      }
+      return out;
+    },
+
+    async get(key) {
+      const record = live(key);
+      return record ? { ...record } : undefined;
+    },
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * The idempotency store contract (DESIGN.md, "Work queue and idempotency"). The memory store and
+ * the Redis store implement it, and one conformance suite runs against both.
+ *
+ * An event moves through these states under its key (business id + lower-cased checksum):
+ * - `processing`: claimed by an owner under a lease; while the lease is live, duplicates are
+ *   acknowledged and not processed again; when it lapses (the owner died), `recover` or a new
+ *   delivery claims it again;
+ * - `done`: a tombstone kept for the retention, so duplicates and replays are refused;
+ * - `failed`: the handler failed after its local retries; payload and error are kept, and a
+ *   redelivery or `replay` claims it again.
+ */
+export interface IdempotencyStore {
+  /**
+   * Atomically claims `key` for `owner` under a lease of `leaseMs`, recording the verified payload
+   * in the same step. Claims an unknown key, a failed one, or one whose lease lapsed; refuses
+   * (`duplicate`) one that is done or held under a live lease.
+   */
+  claim(key: string, claim: ClaimRequest): Promise<ClaimResult>;
+  /** Extends the lease of a key this owner holds; false if it no longer holds it. */
+  renew(key: string, owner: string, leaseMs: number): Promise<boolean>;
+  /** Marks a held key done (a tombstone kept for the retention); false if the owner lost it. */
+  complete(key: string, owner: string): Promise<boolean>;
+  /** Marks a held key failed, keeping payload and error for replay; false if the owner lost it. */
+  fail(key: string, owner: string, error: string): Promise<boolean>;
+  /** Claims for `owner` up to `limit` keys whose lease lapsed without completion. */
+  recover(owner: string, leaseMs: number, limit: number): Promise<RecoveredEvent[]>;
+  /** Reads a key's record (for replay and diagnostics). */
+  get(key: string): Promise<StoredEvent | undefined>;
+  /** Releases what the store opened itself (never a client the caller passed in). */
+  close?(): Promise<void>;
+}
+
+/** What a claim records. */
+export interface ClaimRequest {
+  /** Token of the claiming receiver instance; only the owner can complete, fail or renew. */
+  owner: string;
+  leaseMs: number;
+  /** The verified payload as JSON text, so another instance can process it if this one dies. */
+  payload: string;
+  /** The business id whose key verified the payload. */
+  businessId: string;
+}
+
+/** The outcome of a claim. */
+export type ClaimResult =
+  | { status: 'claimed'; attempts: number; previous: 'new' | 'failed' | 'expired' }
+  | { status: 'duplicate'; state: 'processing' | 'done' };
+
+/** A record as stored. */
+export interface StoredEvent {
+  key: string;
+  state: 'processing' | 'done' | 'failed';
+  owner: string | undefined;
+  /** Epoch ms when the lease lapses (processing only). */
+  leaseUntil: number | undefined;
+  payload: string | undefined;
+  businessId: string | undefined;
+  /** How many times the event was claimed. */
+  attempts: number;
+  error: string | undefined;
+  /** Epoch ms of the first claim. */
+  receivedAt: number;
+  updatedAt: number;
+}
+
+/** An event that `recover` claimed for a new owner. */
+export interface RecoveredEvent {
+  key: string;
+  payload: string;
+  businessId: string;
+  attempts: number;
+}

@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ClaimRequest, IdempotencyStore } from '../../src/index.js';
+
+/** Makes a fresh, empty store for one test; `retentionMs` as given. */
+export type StoreFactory = (options: { retentionMs: number }) => Promise<IdempotencyStore>;
+
+const LONG = 60_000;
+const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The idempotency store contract (DESIGN.md, "Work queue and idempotency"), written once and run
+ * against every store: the memory store here, the Redis store in @payhook/redis.
+ */
+export function describeStoreContract(name: string, factory: StoreFactory): void {
+  describe(`store contract: ${name}`, () => {
+    const opened: IdempotencyStore[] = [];
+    const open = async (retentionMs = LONG) => {
+      const store = await factory({ retentionMs });
+      opened.push(store);
+      return store;
+    };
+    afterEach(async () => {
+      await Promise.all(opened.splice(0).map((s) => s.close?.()));
+    });
+    const request = (owner: string, leaseMs = LONG, payload = '{"event":"e","data":{},"checksum":"c"}'): ClaimRequest => ({
+      owner,
+      leaseMs,
+      payload,
+      businessId: 'biz-1',
+    });
+
+    it('claims a new key once; a second claim under a live lease is a duplicate', async () => {
+      const store = await open();
+      const key = randomUUID();
+      expect(await store.claim(key, request('a'))).toEqual({ status: 'claimed', attempts: 1, previous: 'new' });
+      expect(await store.claim(key, request('b'))).toEqual({ status: 'duplicate', state: 'processing' });
+      const record = await store.get(key);
+      expect(record).toMatchObject({ key, state: 'processing', owner: 'a', attempts: 1, businessId: 'biz-1' });
+      expect(record?.payload).toBe('{"event":"e","data":{},"checksum":"c"}');
+    });
+
+    it('keeps keys apart', async () => {
+      const store = await open();
+      const [k1, k2] = [randomUUID(), randomUUID()];
+      expect((await store.claim(k1, request('a'))).status).toBe('claimed');
+      expect((await store.claim(k2, request('a'))).status).toBe('claimed');
+      expect(await store.get(randomUUID())).toBeUndefined();
+    });
+
+    it('lets exactly one of many concurrent claims win', async () => {
+      const store = await open();
+      const key = randomUUID();
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => store.claim(key, request(`o${i}`))));
+      expect(results.filter((r) => r.status === 'claimed')).toHaveLength(1);
+    });
+
+    it('completes: a tombstone refuses duplicates, and only the owner can complete', async () => {
+      const store = await open();
+      const key = randomUUID();
+      await store.claim(key, request('a'));
+      expect(await store.complete(key, 'b')).toBe(false);
+      expect(await store.complete(key, 'a')).toBe(true);
+      expect(await store.claim(key, request('b'))).toEqual({ status: 'duplicate', state: 'done' });
+      expect(await store.get(key)).toMatchObject({ state: 'done' });
+      expect(await store.complete(key, 'a')).toBe(false);
+      expect(await store.fail(key, 'a', 'late')).toBe(false);
+    });
+
+    it('fails: keeps payload and error, and a new claim takes it again', async () => {
+      const store = await open();
+      const key = randomUUID();
+      await store.claim(key, request('a'));
+      expect(await store.fail(key, 'b', 'not mine')).toBe(false);
+      expect(await store.fail(key, 'a', 'Error: boom')).toBe(true);
+      expect(await store.get(key)).toMatchObject({ state: 'failed', error: 'Error: boom', businessId: 'biz-1' });
+      expect((await store.get(key))?.payload).toContain('"event"');
+      expect(await store.claim(key, request('b'))).toEqual({ status: 'claimed', attempts: 2, previous: 'failed' });
+      expect(await store.complete(key, 'b')).toBe(true);
+    });
+
+    it('a lapsed lease can be claimed again, and the old owner can no longer complete, fail or renew', async () => {
+      const store = await open();
+      const key = randomUUID();
+      await store.claim(key, request('a', 40));
+      await wait(80);
+      expect(await store.claim(key, request('b'))).toEqual({ status: 'claimed', attempts: 2, previous: 'expired' });
+      expect(await store.complete(key, 'a')).toBe(false);
+      expect(await store.fail(key, 'a', 'x')).toBe(false);
+      expect(await store.renew(key, 'a', LONG)).toBe(false);
+      expect(await store.complete(key, 'b')).toBe(true);
+    });
+
+    it('renewal keeps a lease alive', async () => {
+      const store = await open();
+      const key = randomUUID();
+      await store.claim(key, request('a', 100));
+      for (let i = 0; i < 5; i++) {
+        await wait(40);
+        expect(await store.renew(key, 'a', 100)).toBe(true);
+      }
+      expect(await store.claim(key, request('b'))).toEqual({ status: 'duplicate', state: 'processing' });
+      expect(await store.recover('b', LONG, 10)).toEqual([]);
+    });
+
+    it('recovers events whose lease lapsed, for a new owner, and nothing else', async () => {
+      const store = await open();
+      const lapsed = [randomUUID(), randomUUID(), randomUUID()];
+      for (const key of lapsed) await store.claim(key, request('dead', 30, `{"k":"${key}"}`));
+      const live = randomUUID();
+      await store.claim(live, request('alive'));
+      const done = randomUUID();
+      await store.claim(done, request('alive', 30));
+      await store.complete(done, 'alive');
+      const failed = randomUUID();
+      await store.claim(failed, request('alive', 30));
+      await store.fail(failed, 'alive', 'x');
+      await wait(70);
+
+      const first = await store.recover('rescuer', LONG, 2);
+      expect(first).toHaveLength(2);
+      const rest = await store.recover('rescuer', LONG, 10);
+      const recovered = [...first, ...rest];
+      expect(recovered.map((r) => r.key).sort()).toEqual([...lapsed].sort());
+      for (const r of recovered) {
+        expect(r).toMatchObject({ payload: `{"k":"${r.key}"}`, businessId: 'biz-1', attempts: 2 });
+      }
+      expect(await store.recover('other', LONG, 10)).toEqual([]);
+      const key = lapsed[0] as string;
+      expect(await store.complete(key, 'dead')).toBe(false);
+      expect(await store.complete(key, 'rescuer')).toBe(true);
+    });
+
+    it('forgets finished events after the retention, so the key can be claimed anew', async () => {
+      const store = await open(60);
+      const key = randomUUID();
+      await store.claim(key, request('a'));
+      await store.complete(key, 'a');
+      expect((await store.claim(key, request('b'))).status).toBe('duplicate');
+      await wait(120);
+      expect(await store.get(key)).toBeUndefined();
+      expect(await store.claim(key, request('b'))).toEqual({ status: 'claimed', attempts: 1, previous: 'new' });
+    });
+  });
+}

@@ -1,0 +1,148 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createIpAllowList, normalizeIp, resolveClientIp } from '../src/ip.js';
+
+describe('createIpAllowList', () => {
+  const list = createIpAllowList(['203.0.113.10', '198.51.100.0/24', '10.0.0.0/8', '2001:db8::/32', '::1', '0.0.0.0/32']);
+
+  it.each([
+    ['203.0.113.10', true],
+    ['203.0.113.11', false],
+    ['198.51.100.0', true],
+    ['198.51.100.255', true],
+    ['198.51.101.0', false],
+    ['198.51.99.255', false],
+    ['10.255.255.255', true],
+    ['11.0.0.0', false],
+    ['::ffff:203.0.113.10', true],
+    ['::ffff:cb00:710a', true],
+    ['::FFFF:198.51.100.7', true],
+    ['2001:db8::1', true],
+    ['2001:DB8:ffff:ffff:ffff:ffff:ffff:ffff', true],
+    ['2001:db9::', false],
+    ['::1', true],
+    ['0:0:0:0:0:0:0:1', true],
+    ['::2', false],
+    ['fe80::1%eth0', false],
+    ['0.0.0.0', true],
+    ['not an ip', false],
+    ['', false],
+    ['127.1', false],
+    ['0x7f.0.0.1', false],
+  ])('contains(%s) is %s', (address, expected) => {
+    expect(list.contains(address)).toBe(expected);
+  });
+
+  it('matches IPv4 addresses against IPv4-mapped entries', () => {
+    const mapped = createIpAllowList(['::ffff:192.0.2.0/120', '::ffff:7f00:1']);
+    expect(mapped.contains('192.0.2.200')).toBe(true);
+    expect(mapped.contains('192.0.3.1')).toBe(false);
+    expect(mapped.contains('127.0.0.1')).toBe(true);
+  });
+
+  it('handles /0, /32, /128 and zone ids on the checked address', () => {
+    expect(createIpAllowList(['0.0.0.0/0']).contains('255.255.255.255')).toBe(true);
+    expect(createIpAllowList(['0.0.0.0/0']).contains('2001:db8::1')).toBe(false);
+    expect(createIpAllowList(['::/0']).contains('2001:db8::1')).toBe(true);
+    expect(createIpAllowList(['192.0.2.1/32']).contains('192.0.2.1')).toBe(true);
+    expect(createIpAllowList(['fe80::1/128']).contains('fe80::1%eth0')).toBe(true);
+    expect(createIpAllowList(['10.1.2.3/8']).contains('10.200.0.1')).toBe(true);
+  });
+
+  it.each([
+    '0x7f.1',
+    '127.1',
+    '2130706433',
+    '010.0.0.1',
+    '0x7f000001',
+    '1.2.3.4/33',
+    '::1/129',
+    '1.2.3.4/',
+    '/8',
+    '1.2.3.4/08',
+    '1.2.3.4/+8',
+    '1.2.3.4/8x',
+    'abc',
+    '',
+    ' 1.2.3.4',
+    '1.2.3.4.5',
+    '256.0.0.1',
+    'fe80::1%eth0',
+    ':::1',
+  ])('rejects %j at creation with a TypeError naming it', (entry) => {
+    expect(() => createIpAllowList([entry])).toThrow(TypeError);
+    expect(() => createIpAllowList([entry])).toThrow(JSON.stringify(entry));
+  });
+
+  it('any IPv4 address is in its /24, matches its mapped form, and not a /32 of another', () => {
+    fc.assert(
+      fc.property(fc.ipV4(), fc.ipV4(), (address, other) => {
+        const [a, b, c] = address.split('.');
+        expect(createIpAllowList([`${a}.${b}.${c}.0/24`]).contains(address)).toBe(true);
+        expect(createIpAllowList([address]).contains(`::ffff:${address}`)).toBe(true);
+        expect(createIpAllowList([`${other}/32`]).contains(address)).toBe(address === other);
+      }),
+    );
+  });
+});
+
+describe('normalizeIp', () => {
+  it.each([
+    ['::ffff:127.0.0.1', '127.0.0.1'],
+    ['::FFFF:7f00:1', '127.0.0.1'],
+    ['2001:DB8:0:0::1', '2001:db8::1'],
+    ['fe80::1%eth0', 'fe80::1'],
+    ['192.0.2.1', '192.0.2.1'],
+    ['127.1', undefined],
+    [undefined, undefined],
+  ])('%s -> %s', (input, expected) => {
+    expect(normalizeIp(input)).toBe(expected);
+  });
+});
+
+describe('resolveClientIp', () => {
+  const trustedProxies = ['10.0.0.0/8', '::1'];
+
+  it('is the socket address without trusted proxies, whatever the header says', () => {
+    expect(resolveClientIp({ remoteAddress: '::ffff:198.51.100.1', forwardedFor: '203.0.113.7' })).toBe('198.51.100.1');
+  });
+
+  it('walks from the right past trusted proxies', () => {
+    expect(resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '203.0.113.7', trustedProxies })).toBe('203.0.113.7');
+    expect(
+      resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '203.0.113.7, 10.0.0.9, 10.1.1.1', trustedProxies }),
+    ).toBe('203.0.113.7');
+  });
+
+  it('ignores what a client wrote to the left of the last untrusted hop (spoofing)', () => {
+    // The client sent "X-Forwarded-For: 203.0.113.7" itself; the trusted proxy appended the real peer.
+    expect(
+      resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '203.0.113.7, 198.51.100.23', trustedProxies }),
+    ).toBe('198.51.100.23');
+  });
+
+  it('does not read the header when the peer is not a trusted proxy', () => {
+    expect(resolveClientIp({ remoteAddress: '198.51.100.1', forwardedFor: '203.0.113.7', trustedProxies })).toBe(
+      '198.51.100.1',
+    );
+  });
+
+  it('joins several header lines in order and trims whitespace', () => {
+    expect(
+      resolveClientIp({ remoteAddress: '::1', forwardedFor: ['198.51.100.9 ', ' 203.0.113.7,10.0.0.3'], trustedProxies }),
+    ).toBe('203.0.113.7');
+  });
+
+  it('stops at the proxy that reported an invalid entry', () => {
+    expect(resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '203.0.113.7, garbage', trustedProxies })).toBe('10.0.0.2');
+    expect(resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '127.1', trustedProxies })).toBe('10.0.0.2');
+  });
+
+  it('returns the leftmost address when every hop is trusted', () => {
+    expect(resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '10.0.0.5', trustedProxies })).toBe('10.0.0.5');
+  });
+
+  it('returns undefined for an unusable socket address', () => {
+    expect(resolveClientIp({ remoteAddress: undefined })).toBeUndefined();
+  });
+});

@@ -1,0 +1,42 @@
+import type { AddressInfo } from 'node:net';
+import type { Receiver } from '@payhook/core';
+import express5 from 'express';
+import express4 from 'express4';
+import { type AdapterHarness, describeAdapterConformance } from '../../../test/conformance/adapter-conformance.js';
+import { payhook } from '../src/index.js';
+
+type ExpressFactory = typeof express5;
+
+function harness(express: ExpressFactory): AdapterHarness {
+  return {
+    async start(receiver: Receiver, { bodyParser, host, parserLimitBytes }) {
+      const app = express();
+      if (bodyParser) app.use(express.json({ limit: parserLimitBytes }));
+      app.use('/webhooks', payhook(receiver));
+      app.get('/health', (_req, res) => {
+        res.send('ok');
+      });
+      // The usual JSON error handler: the body parser's own errors (bad JSON, too large) keep their status.
+      app.use((err: { status?: number; type?: string }, _req: express5.Request, res: express5.Response, _next: express5.NextFunction) => {
+        res.status(err.status ?? 500).json({ error: { code: err.type ?? 'internal' } });
+      });
+      const server = app.listen(0, host);
+      await new Promise<void>((resolve, reject) => {
+        server.once('listening', resolve);
+        server.once('error', reject);
+      });
+      const { port } = server.address() as AddressInfo;
+      return {
+        url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+        close: () =>
+          new Promise<void>((resolve) => {
+            server.closeAllConnections();
+            server.close(() => resolve());
+          }),
+      };
+    },
+  };
+}
+
+describeAdapterConformance('express 5', harness(express5));
+describeAdapterConformance('express 4', harness(express4 as unknown as ExpressFactory));

@@ -1,0 +1,40 @@
+import type { AddressInfo } from 'node:net';
+import bodyParser from '@koa/bodyparser';
+import type { Receiver } from '@payhook/core';
+import Koa3 from 'koa';
+import Koa2 from 'koa2';
+import { type AdapterHarness, describeAdapterConformance } from '../../../test/conformance/adapter-conformance.js';
+import { payhook } from '../src/index.js';
+
+function harness(Koa: typeof Koa3): AdapterHarness {
+  return {
+    // @koa/bodyparser keeps ctx.request.rawBody, so payhook still verifies the raw bytes after it.
+    parserKeepsRawBody: true,
+    async start(receiver: Receiver, { bodyParser: withParser, host, parserLimitBytes }) {
+      const app = new Koa();
+      app.silent = true;
+      if (withParser) app.use(bodyParser({ jsonLimit: parserLimitBytes }));
+      app.use(payhook(receiver, { path: '/webhooks' }));
+      app.use((ctx) => {
+        ctx.body = 'other route';
+      });
+      const server = app.listen(0, host);
+      await new Promise<void>((resolve, reject) => {
+        server.once('listening', resolve);
+        server.once('error', reject);
+      });
+      const { port } = server.address() as AddressInfo;
+      return {
+        url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+        close: () =>
+          new Promise<void>((resolve) => {
+            server.closeAllConnections();
+            server.close(() => resolve());
+          }),
+      };
+    },
+  };
+}
+
+describeAdapterConformance('koa 3', harness(Koa3));
+describeAdapterConformance('koa 2', harness(Koa2 as unknown as typeof Koa3));

@@ -1,0 +1,363 @@
+import { request as httpRequest } from 'node:http';
+import { createHmac } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  type DeadLetter,
+  type ErrorInfo,
+  type PayhookEvent,
+  type Receiver,
+  type ReceiverOptions,
+  type UnrecognizedEvent,
+  createReceiver,
+} from '@payhook/core';
+import { createTestEvent, signEvent } from '@payhook/core/testing';
+
+/** A running app with the adapter mounted at /webhooks. */
+export interface RunningApp {
+  /** Base URL, such as http://127.0.0.1:PORT */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** How one adapter (and framework version) is started for the suite. */
+export interface AdapterHarness {
+  /** True when the framework's usual body parser keeps the raw body for payhook (Koa's
+   *  @koa/bodyparser) or cannot run on the webhook route (Fastify): then the parsed mode keeps
+   *  the full protection of the raw body. */
+  parserKeepsRawBody?: boolean;
+  /** Which mountings to run (default both). Fastify's plugin owns its route's parser: raw only. */
+  modes?: readonly ('raw' | 'parsed')[];
+  /** Mounts `receiver` at POST /webhooks on a fresh app listening on `host` port 0. With
+   *  `bodyParser`, the framework's usual JSON body parser runs first, with a limit of `parserLimitBytes`. */
+  start(
+    receiver: Receiver,
+    options: { bodyParser: boolean; host: string; parserLimitBytes: number },
+  ): Promise<RunningApp>;
+}
+
+export const BUSINESS_ID = '0b7f3c1e-2a44-4d8e-9a61-5c2f1e7d9b30';
+const PARSER_LIMIT = 100 * 1024;
+
+interface Seen {
+  events: PayhookEvent[];
+  unrecognized: UnrecognizedEvent[];
+  errors: { error: unknown; info: ErrorInfo }[];
+  dead: DeadLetter[];
+}
+
+/** The JSON bodies the receiver answers with. */
+interface AnswerBody {
+  received?: boolean;
+  duplicate?: boolean;
+  error: { code: string; message: string };
+}
+const json = (res: Response) => res.json() as Promise<AnswerBody>;
+
+const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitFor(check: () => boolean, what: string, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await wait(5);
+  }
+}
+
+/** A body signed over a PHP-style encoding (escaped "/" and non-ASCII): only lexical verifies it. */
+function phpSignedBody(): string {
+  const data = '{"description":"Caf\\u00e9 \\/ bar","id":"d3b07384-d9a0-4c4b-8f7e-1c2d3e4f5a6b"}';
+  const event = 'payment.session.created';
+  const checksum = createHmac('sha256', BUSINESS_ID).update(`${event}|${data}`).digest('hex');
+  return `{"event":"${event}","data":${data},"checksum":"${checksum}"}`;
+}
+
+/**
+ * The adapter conformance suite: every row of DESIGN.md's status table over real HTTP, run
+ * against each adapter and framework version, with and without the framework's body parser.
+ */
+export function describeAdapterConformance(name: string, harness: AdapterHarness): void {
+  for (const bodyParser of (harness.modes ?? ['raw', 'parsed']).map((m) => m === 'parsed')) {
+    describe(`${name} conformance (${bodyParser ? 'after the body parser' : 'raw body'})`, () => {
+      const running: (RunningApp | Receiver)[] = [];
+      afterEach(async () => {
+        for (const item of running.splice(0).reverse()) {
+          await ('handle' in item ? item.close() : item.close());
+        }
+      });
+
+      async function setup(options: Partial<ReceiverOptions> = {}, host = '127.0.0.1') {
+        const seen: Seen = { events: [], unrecognized: [], errors: [], dead: [] };
+        const receiver = createReceiver({
+          businessIds: [BUSINESS_ID],
+          allowedIps: ['127.0.0.1', '::1'],
+          retry: { attempts: 3, minDelayMs: 1, maxDelayMs: 5 },
+          recoveryIntervalMs: 0,
+          ...options,
+        } as ReceiverOptions);
+        receiver.onAny((event) => {
+          seen.events.push(event);
+        });
+        receiver.onUnrecognized((info) => {
+          seen.unrecognized.push(info);
+        });
+        receiver.onError((error, info) => seen.errors.push({ error, info }));
+        receiver.onDeadLetter((letter) => {
+          seen.dead.push(letter);
+        });
+        const app = await harness.start(receiver, { bodyParser, host, parserLimitBytes: PARSER_LIMIT });
+        running.push(receiver, app);
+        const post = (body: string, headers: Record<string, string> = {}, path = '/webhooks') =>
+          fetch(`${app.url}${path}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...headers },
+            body,
+          });
+        return { receiver, app, seen, post };
+      }
+
+      const validBody = (name = 'payment.session.succeeded' as const) => JSON.stringify(createTestEvent(name, BUSINESS_ID));
+
+      it('accepts a valid event with 200 and hands the handler the verified object', async () => {
+        const { seen, post, receiver } = await setup();
+        const body = validBody();
+        const res = await post(body);
+        expect(res.status).toBe(200);
+        expect(await json(res)).toEqual({ received: true });
+        await receiver.idle();
+        await waitFor(() => seen.events.length === 1, 'the handler');
+        expect(seen.events[0]).toEqual(JSON.parse(body));
+      });
+
+      it('matches the path with and without a trailing slash', async () => {
+        const { post } = await setup();
+        expect((await post(validBody(), {}, '/webhooks/')).status).toBe(200);
+      });
+
+      it('acknowledges a duplicate delivery without running the handler again', async () => {
+        const { seen, post, receiver } = await setup();
+        const body = validBody();
+        expect((await post(body)).status).toBe(200);
+        await receiver.idle();
+        const again = await post(body);
+        expect(again.status).toBe(200);
+        expect(await json(again)).toEqual({ received: true, duplicate: true });
+        await receiver.idle();
+        expect(seen.events).toHaveLength(1);
+      });
+
+      it('runs the handler once for concurrent identical deliveries', async () => {
+        const { seen, post, receiver } = await setup();
+        const body = validBody();
+        const responses = await Promise.all(Array.from({ length: 12 }, () => post(body)));
+        expect(responses.map((r) => r.status)).toEqual(Array(12).fill(200));
+        const bodies = await Promise.all(responses.map(json));
+        expect(bodies.filter((b) => b.duplicate !== true)).toHaveLength(1);
+        await receiver.idle();
+        await wait(20);
+        expect(seen.events).toHaveLength(1);
+      });
+
+      it('refuses an address outside the allow-list with 403 ip_not_allowed', async () => {
+        const { post, seen } = await setup({ allowedIps: ['203.0.113.0/24'] });
+        const res = await post(validBody());
+        expect(res.status).toBe(403);
+        expect((await json(res)).error.code).toBe('ip_not_allowed');
+        expect(seen.events).toHaveLength(0);
+      });
+
+      it('matches an IPv4 client against an IPv4-mapped IPv6 entry', async () => {
+        const { post } = await setup({ allowedIps: ['::ffff:127.0.0.1'] });
+        expect((await post(validBody())).status).toBe(200);
+      });
+
+      it('serves IPv6 clients', async () => {
+        const { post } = await setup({ allowedIps: ['::1/128'] }, '::1');
+        expect((await post(validBody())).status).toBe(200);
+      });
+
+      it('ignores spoofed X-Forwarded-For entries left of the trusted proxy', async () => {
+        const { post } = await setup({ allowedIps: ['203.0.113.7'], trustedProxies: ['127.0.0.1/8'] });
+        // The proxy (us, 127.0.0.1) appended the real client last; the first entry is the client's lie.
+        const spoofed = await post(validBody(), { 'x-forwarded-for': '203.0.113.7, 198.51.100.23' });
+        expect(spoofed.status).toBe(403);
+        const genuine = await post(validBody(), { 'x-forwarded-for': '198.51.100.23, 203.0.113.7' });
+        expect(genuine.status).toBe(200);
+        // Without a trusted proxy configured, the header is not read at all.
+      });
+
+      it('does not read X-Forwarded-For without trustedProxies', async () => {
+        const { post } = await setup({ allowedIps: ['203.0.113.7'] });
+        expect((await post(validBody(), { 'x-forwarded-for': '203.0.113.7' })).status).toBe(403);
+      });
+
+      it('answers 405 to other methods on the webhook path', async () => {
+        const { app } = await setup();
+        for (const method of ['GET', 'PUT', 'DELETE']) {
+          const res = await fetch(`${app.url}/webhooks`, { method });
+          expect(res.status, method).toBe(405);
+        }
+      });
+
+      it('answers 415 to a body that is not JSON', async () => {
+        const { post } = await setup();
+        const res = await post(validBody(), { 'content-type': 'text/plain' });
+        expect(res.status).toBe(415);
+      });
+
+      it('answers 400 malformed_payload to invalid JSON and missing fields', async () => {
+        const { post } = await setup();
+        for (const body of ['{"event":', '{"event":"payment.session.created","data":{}}', '[]']) {
+          const res = await post(body);
+          expect(res.status, body).toBe(400);
+          if (!bodyParser || body.startsWith('{"event":"')) {
+            expect((await json(res)).error.code, body).toBe('malformed_payload');
+          }
+        }
+      });
+
+      it('answers 401 invalid_checksum to a bad checksum', async () => {
+        const { post, seen } = await setup();
+        const event = createTestEvent('payment.session.succeeded', 'some-other-business');
+        const res = await post(JSON.stringify(event));
+        expect(res.status).toBe(401);
+        expect((await json(res)).error.code).toBe('invalid_checksum');
+        expect(seen.events).toHaveLength(0);
+      });
+
+      it('accepts an unknown event name with 200 and hands it to onUnrecognized', async () => {
+        const { post, seen, receiver } = await setup();
+        const res = await post(JSON.stringify(signEvent('payment.refund.created', { id: 'r_1' }, BUSINESS_ID)));
+        expect(res.status).toBe(200);
+        await receiver.idle();
+        expect(seen.unrecognized).toHaveLength(1);
+        expect(seen.unrecognized[0]?.reason).toBe('unknown_event');
+      });
+
+      it('acknowledges, retries, then dead-letters a handler that throws; replay runs it again', async () => {
+        const { receiver, post, seen } = await setup();
+        let calls = 0;
+        let healthy = false;
+        receiver.on('payment.session.failed', () => {
+          calls++;
+          if (!healthy) throw new Error('database down');
+        });
+        const res = await post(validBody('payment.session.failed' as never));
+        expect(res.status).toBe(200);
+        await receiver.idle();
+        expect(calls).toBe(3);
+        expect(seen.dead).toHaveLength(1);
+        expect(seen.dead[0]?.attempts).toBe(3);
+        expect(seen.errors.filter((e) => e.info.phase === 'handler')).toHaveLength(3);
+        healthy = true;
+        expect(await receiver.replay(seen.dead[0]?.key as string)).toEqual({ status: 'replayed' });
+        await receiver.idle();
+        expect(calls).toBe(4);
+        expect(await receiver.replay(seen.dead[0]?.key as string)).toEqual({ status: 'not_failed', state: 'done' });
+      });
+
+      it('times out a handler that hangs', async () => {
+        const { receiver, post, seen } = await setup({ handlerTimeoutMs: 30, retry: { attempts: 1 } });
+        receiver.on('payment.session.created', () => new Promise(() => {}));
+        expect((await post(validBody('payment.session.created' as never))).status).toBe(200);
+        await receiver.idle();
+        expect(seen.errors.map((e) => (e.error as { code?: string }).code)).toContain('handler_timeout');
+        expect(seen.dead).toHaveLength(1);
+      });
+
+      it('writes the 200 before any handler runs; a slow handler does not delay it', async () => {
+        const { receiver, post } = await setup();
+        let release: () => void = () => {};
+        let started = false;
+        receiver.on('payment.session.succeeded', () => {
+          started = true;
+          return new Promise<void>((resolve) => {
+            release = resolve;
+          });
+        });
+        const res = await post(validBody());
+        expect(res.status).toBe(200);
+        await waitFor(() => started, 'the handler to start');
+        release();
+        await receiver.idle();
+      });
+
+      it('drains accepted work on close, and answers 503 shutting_down afterwards', async () => {
+        const { receiver, post, seen } = await setup({ concurrency: 2 });
+        receiver.on('payment.session.succeeded', () => wait(15));
+        const bodies = Array.from({ length: 10 }, () => validBody());
+        for (const body of bodies) expect((await post(body)).status).toBe(200);
+        const closed = receiver.close();
+        const late = await post(validBody());
+        expect(late.status).toBe(503);
+        expect((await json(late)).error.code).toBe('shutting_down');
+        await closed;
+        expect(seen.events).toHaveLength(10);
+      });
+
+      if (!bodyParser || harness.parserKeepsRawBody) {
+        it('refuses duplicate keys with 400', async () => {
+          const { post } = await setup();
+          const body = validBody().replace('{"event":', '{"event":"x","event":');
+          const res = await post(body);
+          expect(res.status).toBe(400);
+          expect((await json(res)).error.code).toBe('malformed_payload');
+        });
+
+        it('verifies a lexical-only (PHP-encoded) sender', async () => {
+          const { post } = await setup();
+          expect((await post(phpSignedBody())).status).toBe(200);
+        });
+
+      }
+      if (!bodyParser) {
+        it('answers 413 to an oversized body without reading all of it', async () => {
+          const { app } = await setup({ maxBodyBytes: 4096 });
+          const status = await new Promise<number>((resolve, reject) => {
+            const url = new URL(`${app.url}/webhooks`);
+            const req = httpRequest(
+              { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'content-type': 'application/json' } },
+              (res) => {
+                res.resume();
+                resolve(res.statusCode ?? 0);
+              },
+            );
+            req.on('error', reject);
+            // Chunked, no Content-Length: the first 8 KiB pass the limit, and the rest is never sent.
+            req.write(`{"event":"payment.session.created","data":"${'x'.repeat(8192)}`);
+            running.push({ url: '', close: async () => void req.destroy() });
+          });
+          expect(status).toBe(413);
+        });
+
+        it('answers 413 at once to a declared Content-Length over the limit', async () => {
+          const { post } = await setup({ maxBodyBytes: 1024 });
+          const res = await post(`{"pad":"${'x'.repeat(2048)}"}`);
+          expect(res.status).toBe(413);
+        });
+      }
+      if (bodyParser && !harness.parserKeepsRawBody) {
+        // Mounted after the body parser, payhook sees only the parsed value (DESIGN.md): these rows
+        // are served by the parser's rules, as documented, not by payhook's.
+        it('cannot see duplicate keys: the parser keeps the last value, which is what gets verified', async () => {
+          const { post } = await setup();
+          const body = validBody().replace('{"event":', '{"event":"x","event":');
+          expect((await post(body)).status).toBe(200);
+        });
+
+        it('cannot verify a lexical-only (PHP-encoded) sender: 401', async () => {
+          const { post } = await setup();
+          const res = await post(phpSignedBody());
+          expect(res.status).toBe(401);
+        });
+
+      }
+      if (bodyParser) {
+        it("is bound by the parser's own size limit (413)", async () => {
+          const { post } = await setup();
+          const res = await post(`{"pad":"${'x'.repeat(PARSER_LIMIT + 1024)}"}`);
+          expect(res.status).toBe(413);
+        });
+      }
+    });
+  }
+}
