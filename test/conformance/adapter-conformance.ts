@@ -1,16 +1,16 @@
-import { request as httpRequest } from 'node:http';
 import { createHmac } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { request as httpRequest } from 'node:http';
 import {
+  createReceiver,
   type DeadLetter,
   type ErrorInfo,
   type PayhookEvent,
   type Receiver,
   type ReceiverOptions,
   type UnrecognizedEvent,
-  createReceiver,
 } from '@payhook/core';
 import { createTestEvent, signEvent } from '@payhook/core/testing';
+import { afterEach, describe, expect, it } from 'vitest';
 
 /** A running app with the adapter mounted at /webhooks. */
 export interface RunningApp {
@@ -115,7 +115,8 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
         return { receiver, app, seen, post };
       }
 
-      const validBody = (name = 'payment.session.succeeded' as const) => JSON.stringify(createTestEvent(name, BUSINESS_ID));
+      const validBody = (name = 'payment.session.succeeded' as const) =>
+        JSON.stringify(createTestEvent(name, BUSINESS_ID));
 
       it('accepts a valid event with 200 and hands the handler the verified object', async () => {
         const { seen, post, receiver } = await setup();
@@ -226,7 +227,9 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
 
       it('accepts an unknown event name with 200 and hands it to onUnrecognized', async () => {
         const { post, seen, receiver } = await setup();
-        const res = await post(JSON.stringify(signEvent('payment.refund.created', { id: 'r_1' }, BUSINESS_ID)));
+        const res = await post(
+          JSON.stringify(signEvent('payment.refund.created', { id: 'r_1' }, BUSINESS_ID)),
+        );
         expect(res.status).toBe(200);
         await receiver.idle();
         expect(seen.unrecognized).toHaveLength(1);
@@ -252,7 +255,10 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
         expect(await receiver.replay(seen.dead[0]?.key as string)).toEqual({ status: 'replayed' });
         await receiver.idle();
         expect(calls).toBe(4);
-        expect(await receiver.replay(seen.dead[0]?.key as string)).toEqual({ status: 'not_failed', state: 'done' });
+        expect(await receiver.replay(seen.dead[0]?.key as string)).toEqual({
+          status: 'not_failed',
+          state: 'done',
+        });
       });
 
       it('times out a handler that hangs', async () => {
@@ -307,7 +313,6 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
           const { post } = await setup();
           expect((await post(phpSignedBody())).status).toBe(200);
         });
-
       }
       if (!bodyParser) {
         it('answers 413 to an oversized body without reading all of it', async () => {
@@ -315,7 +320,13 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
           const status = await new Promise<number>((resolve, reject) => {
             const url = new URL(`${app.url}/webhooks`);
             const req = httpRequest(
-              { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'content-type': 'application/json' } },
+              {
+                host: url.hostname,
+                port: url.port,
+                path: url.pathname,
+                method: 'POST',
+                headers: { 'content-type': 'application/json' },
+              },
               (res) => {
                 res.resume();
                 resolve(res.statusCode ?? 0);
@@ -349,7 +360,6 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
           const res = await post(phpSignedBody());
           expect(res.status).toBe(401);
         });
-
       }
       if (bodyParser) {
         it("is bound by the parser's own size limit (413)", async () => {

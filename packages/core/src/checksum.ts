@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
 import { canonicalJsonWithout } from './canonical-json.js';
 import { isPayhookError, PayhookError } from './errors.js';
 import { DEFAULT_MAX_DEPTH, decodeUtf8, lexicalEnvelope, parseJson } from './lexical-canonical-json.js';
@@ -64,9 +64,26 @@ export function checksumMessage(event: string, canonicalData: string): string {
   return `${event}|${canonicalData}`;
 }
 
+// Key objects are prepared once per business id: it spares OpenSSL a key import on every event.
+const keys = new Map<string, KeyObject>();
+function keyOf(businessId: string): KeyObject {
+  let key = keys.get(businessId);
+  if (key === undefined) {
+    if (keys.size >= 256) keys.clear();
+    key = createSecretKey(Buffer.from(businessId, 'utf8'));
+    keys.set(businessId, key);
+  }
+  return key;
+}
+
+/** HMAC-SHA256 of `message`, keyed by the UTF-8 bytes of the business id. */
+export function hmac(message: string, businessId: string): Buffer {
+  return createHmac('sha256', keyOf(businessId)).update(message, 'utf8').digest();
+}
+
 /** Lowercase hex HMAC-SHA256 of `message`, keyed by the UTF-8 bytes of the business id. */
 export function hmacHex(message: string, businessId: string): string {
-  return createHmac('sha256', businessId).update(message, 'utf8').digest('hex');
+  return hmac(message, businessId).toString('hex');
 }
 
 /**
@@ -193,7 +210,7 @@ export function verifyChecksum(input: VerifyInput, options: VerifyOptions): Veri
     for (const candidate of candidates) {
       const message = candidate.message();
       for (const businessId of options.businessIds) {
-        const digest = createHmac('sha256', businessId).update(message, 'utf8').digest();
+        const digest = hmac(message, businessId);
         if (timingSafeEqual(digest, envelope.expected)) {
           const { payload } = envelope;
           return {

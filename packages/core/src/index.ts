@@ -12,72 +12,8 @@ export type {
 export { computeChecksum, verifyChecksum } from './checksum.js';
 export type { PayhookErrorCode, PayhookErrorDetail, PayhookErrorOptions } from './errors.js';
 export { ERROR_STATUS, isPayhookError, PayhookError } from './errors.js';
-export type {
-  CandidateDifference,
-  ChecksumAttempt,
-  ChecksumCandidate,
-  ChecksumExplanation,
-} from './explain.js';
-export { explainChecksumMismatch, formatMismatch } from './explain.js';
-export type { LexicalOptions } from './lexical-canonical-json.js';
-export { lexicalCanonicalJson } from './lexical-canonical-json.js';
-export { createReceiver } from './receiver/create-receiver.js';
-export type {
-  DeadLetter,
-  ErrorInfo,
-  EventHandler,
-  HandlerContext,
-  Receiver,
-  ReceiverOptions,
-  ReceiverRequest,
-  ReceiverResult,
-  ReplayResult,
-  UnrecognizedEvent,
-} from './receiver/create-receiver.js';
-export { runAfterResponse } from './receiver/after-response.js';
-export { readRawBody } from './receiver/read-body.js';
-export type { BodyStream } from './receiver/read-body.js';
-export { isJsonContentType } from './receiver/content-type.js';
-export { silentLogger } from './receiver/logger.js';
-export type { Logger } from './receiver/logger.js';
-export { DEFAULT_RETRY, retryDelay } from './receiver/retry.js';
-export type { RetryOptions } from './receiver/retry.js';
-export { DEFAULT_RETENTION_MS, createMemoryStore } from './store/memory-store.js';
-export type { MemoryStoreOptions } from './store/memory-store.js';
-export type { ClaimRequest, ClaimResult, IdempotencyStore, RecoveredEvent, StoredEvent } from './store/types.js';
-export { createIpAllowList, normalizeIp, resolveClientIp } from './ip.js';
-export type { ClientIpInput, IpAllowList } from './ip.js';
-export { isKnownEvent, isKnownEventName, parseEvent } from './events/parse-event.js';
 export type { EventIssue, ParseEventResult } from './events/parse-event.js';
-export { KNOWN_EVENTS } from './events/types.js';
-export type {
-  EventOf,
-  KnownEvent,
-  KnownEventMap,
-  KnownEventName,
-  PayhookEvent,
-  PaymentSessionCreatedEvent,
-  PaymentSessionFailedEvent,
-  PaymentSessionSucceededEvent,
-  UnknownEvent,
-} from './events/types.js';
-export {
-  AddressSchema,
-  BankAccountPaymentMethodSchema,
-  CardPaymentMethodSchema,
-  CryptoAddressPaymentMethodSchema,
-  CurrencySchema,
-  CustomerInputSchema,
-  CustomerSchema,
-  KNOWN_PAYMENT_METHOD_TYPES,
-  MetadataSchema,
-  OrderItemSchema,
-  OtherPaymentMethodSchema,
-  PaymentMethodSchema,
-  PaymentSchema,
-  PaymentStatusSchema,
-  isKnownPaymentMethod,
-} from './events/schemas.js';
+export { isKnownEvent, isKnownEventName, parseEvent } from './events/parse-event.js';
 export type {
   Address,
   BankAccountPaymentMethod,
@@ -94,3 +30,73 @@ export type {
   PaymentMethod,
   PaymentStatus,
 } from './events/schemas.js';
+export {
+  AddressSchema,
+  BankAccountPaymentMethodSchema,
+  CardPaymentMethodSchema,
+  CryptoAddressPaymentMethodSchema,
+  CurrencySchema,
+  CustomerInputSchema,
+  CustomerSchema,
+  isKnownPaymentMethod,
+  KNOWN_PAYMENT_METHOD_TYPES,
+  MetadataSchema,
+  OrderItemSchema,
+  OtherPaymentMethodSchema,
+  PaymentMethodSchema,
+  PaymentSchema,
+  PaymentStatusSchema,
+} from './events/schemas.js';
+export type {
+  EventOf,
+  KnownEvent,
+  KnownEventMap,
+  KnownEventName,
+  PayhookEvent,
+  PaymentSessionCreatedEvent,
+  PaymentSessionFailedEvent,
+  PaymentSessionSucceededEvent,
+  UnknownEvent,
+} from './events/types.js';
+export { KNOWN_EVENTS } from './events/types.js';
+export type {
+  CandidateDifference,
+  ChecksumAttempt,
+  ChecksumCandidate,
+  ChecksumExplanation,
+} from './explain.js';
+export { explainChecksumMismatch, formatMismatch } from './explain.js';
+export type { ClientIpInput, IpAllowList } from './ip.js';
+export { createIpAllowList, normalizeIp, resolveClientIp } from './ip.js';
+export type { LexicalOptions } from './lexical-canonical-json.js';
+export { lexicalCanonicalJson } from './lexical-canonical-json.js';
+export { runAfterResponse } from './receiver/after-response.js';
+export { isJsonContentType } from './receiver/content-type.js';
+export type {
+  DeadLetter,
+  ErrorInfo,
+  EventHandler,
+  HandlerContext,
+  Receiver,
+  ReceiverOptions,
+  ReceiverRequest,
+  ReceiverResult,
+  ReplayResult,
+  UnrecognizedEvent,
+} from './receiver/create-receiver.js';
+export { createReceiver } from './receiver/create-receiver.js';
+export type { Logger } from './receiver/logger.js';
+export { silentLogger } from './receiver/logger.js';
+export type { BodyStream } from './receiver/read-body.js';
+export { readRawBody } from './receiver/read-body.js';
+export type { RetryOptions } from './receiver/retry.js';
+export { DEFAULT_RETRY, retryDelay } from './receiver/retry.js';
+export type { MemoryStoreOptions } from './store/memory-store.js';
+export { createMemoryStore, DEFAULT_RETENTION_MS } from './store/memory-store.js';
+export type {
+  ClaimRequest,
+  ClaimResult,
+  IdempotencyStore,
+  RecoveredEvent,
+  StoredEvent,
+} from './store/types.js';

@@ -27,7 +27,13 @@ const DECIMAL = /^(0|[1-9][0-9]{0,2})$/;
 function parseWords(text: string): Words | undefined {
   if (ipaddr.IPv4.isValidFourPartDecimal(text)) {
     const b = ipaddr.IPv4.parse(text).octets;
-    return [0, 0, 0xffff, (((b[0] as number) << 24) | ((b[1] as number) << 16) | ((b[2] as number) << 8) | (b[3] as number)) >>> 0];
+    return [
+      0,
+      0,
+      0xffff,
+      (((b[0] as number) << 24) | ((b[1] as number) << 16) | ((b[2] as number) << 8) | (b[3] as number)) >>>
+        0,
+    ];
   }
   if (!text.includes(':') || !ipaddr.IPv6.isValid(text)) return undefined;
   const p = ipaddr.IPv6.parse(text).parts;
@@ -43,7 +49,7 @@ function inNetwork(words: Words, network: Network): boolean {
   let bits = network.bits;
   for (let i = 0; i < 4 && bits > 0; i++) {
     const take = Math.min(32, bits);
-    const mask = take === 32 ? 0xffffffff : (~(0xffffffff >>> take)) >>> 0;
+    const mask = take === 32 ? 0xffffffff : ~(0xffffffff >>> take) >>> 0;
     if (((words[i] as number) & mask) >>> 0 !== ((network.words[i] as number) & mask) >>> 0) return false;
     bits -= take;
   }
@@ -85,7 +91,8 @@ function parseEntry(entry: unknown): Network | undefined {
  * ```
  */
 export function createIpAllowList(entries: readonly string[]): IpAllowList {
-  if (!Array.isArray(entries)) throw new TypeError('An IP allow-list is an array of addresses and CIDR networks.');
+  if (!Array.isArray(entries))
+    throw new TypeError('An IP allow-list is an array of addresses and CIDR networks.');
   const networks = entries.map((entry) => {
     const network = parseEntry(entry);
     if (!network) {

@@ -108,6 +108,10 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
 
+function isWs(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
 function assertUnique(keys: string[]): void {
   keys.sort();
   for (let k = 1; k < keys.length; k++) {
@@ -182,6 +186,42 @@ class Scanner {
       : this.s.slice(start + 1, this.i - 1);
   }
 
+  /** The decoded key of the string token at [start, end). */
+  private key(start: number, end: number, escaped: boolean): string {
+    return escaped ? (JSON.parse(this.s.slice(start, end)) as string) : this.s.slice(start + 1, end - 1);
+  }
+
+  /** Whether the key token at [start, end) decodes to `name`. */
+  private isKey(start: number, end: number, escaped: boolean, name: string): boolean {
+    if (escaped) return this.key(start, end, true) === name;
+    return end - start - 2 === name.length && this.s.startsWith(name, start + 1);
+  }
+
+  /** Orders two key tokens by the UTF-16 code units of their decoded values. */
+  private compareKeys(
+    aStart: number,
+    aEnd: number,
+    aEsc: boolean,
+    bStart: number,
+    bEnd: number,
+    bEsc: boolean,
+  ): number {
+    if (aEsc || bEsc) {
+      const a = this.key(aStart, aEnd, aEsc);
+      const b = this.key(bStart, bEnd, bEsc);
+      return a < b ? -1 : a > b ? 1 : 0;
+    }
+    const s = this.s;
+    const aLen = aEnd - aStart - 2;
+    const bLen = bEnd - bStart - 2;
+    const n = aLen < bLen ? aLen : bLen;
+    for (let k = 1; k <= n; k++) {
+      const d = s.charCodeAt(aStart + k) - s.charCodeAt(bStart + k);
+      if (d !== 0) return d;
+    }
+    return aLen - bLen;
+  }
+
   private tooDeep(): PayhookError {
     return new PayhookError(
       'malformed_payload',
@@ -212,32 +252,58 @@ class Scanner {
         this.i++;
         return clean;
       }
-      // Keys in strictly ascending order cannot repeat; only an unsorted object needs the full check.
-      const keys: string[] = [];
+      // Keys in strictly ascending order cannot repeat; only an unsorted object needs the full
+      // check. Keys are compared in place (no string is made) unless one of them has an escape.
+      // Key token bounds [start, end, escaped] for the duplicate check, should the keys be unsorted.
+      const bounds: number[] = [];
       let sorted = true;
+      let prevStart = -1;
+      let prevEnd = -1;
+      let prevEscaped = false;
       for (;;) {
-        let p = this.i;
-        if (this.skipWs() !== p) clean = false;
-        const key = this.readKey();
-        if (omitChecksum && key === 'checksum') clean = false;
-        const previous = keys.length > 0 ? (keys[keys.length - 1] as string) : undefined;
-        if (sorted && previous !== undefined && !(previous < key)) {
-          if (previous === key) throw duplicateKey(key);
-          sorted = false;
+        if (isWs(s.charCodeAt(this.i))) {
+          this.skipWs();
           clean = false;
         }
-        keys.push(key);
-        p = this.i;
-        if (this.skipWs() !== p) clean = false;
+        const keyStart = this.i;
+        const escaped = this.skipString();
+        const keyEnd = this.i;
+        if (omitChecksum && this.isKey(keyStart, keyEnd, escaped, 'checksum')) clean = false;
+        if (sorted && prevStart !== -1) {
+          const order = this.compareKeys(prevStart, prevEnd, prevEscaped, keyStart, keyEnd, escaped);
+          if (order === 0) throw duplicateKey(this.key(keyStart, keyEnd, escaped));
+          if (order > 0) {
+            sorted = false;
+            clean = false;
+          }
+        }
+        prevStart = keyStart;
+        prevEnd = keyEnd;
+        prevEscaped = escaped;
+        bounds.push(keyStart, keyEnd, escaped ? 1 : 0);
+        if (isWs(s.charCodeAt(this.i))) {
+          this.skipWs();
+          clean = false;
+        }
         this.i++; // ':'
-        p = this.i;
-        if (this.skipWs() !== p) clean = false;
+        if (isWs(s.charCodeAt(this.i))) {
+          this.skipWs();
+          clean = false;
+        }
         if (!this.check(depth + 1, false)) clean = false;
-        p = this.i;
-        if (this.skipWs() !== p) clean = false;
+        if (isWs(s.charCodeAt(this.i))) {
+          this.skipWs();
+          clean = false;
+        }
         if (s.charCodeAt(this.i++) === CLOSE_BRACE) break;
       }
-      if (!sorted) assertUnique(keys);
+      if (!sorted) {
+        const keys: string[] = [];
+        for (let k = 0; k < bounds.length; k += 3) {
+          keys.push(this.key(bounds[k] as number, bounds[k + 1] as number, bounds[k + 2] === 1));
+        }
+        assertUnique(keys);
+      }
       return clean;
     }
     if (c === OPEN_BRACKET) {
@@ -260,21 +326,11 @@ class Scanner {
       }
       return clean;
     }
-    // A number or a literal: everything up to the next delimiter.
+    // A number or a literal: everything up to the next delimiter (NaN past the end stops it too).
     let i = this.i + 1;
     for (;;) {
       const d = s.charCodeAt(i);
-      if (
-        d === COMMA ||
-        d === CLOSE_BRACE ||
-        d === CLOSE_BRACKET ||
-        d === 0x20 ||
-        d === 0x0a ||
-        d === 0x0d ||
-        d === 0x09 ||
-        Number.isNaN(d)
-      )
-        break;
+      if (d === COMMA || d === CLOSE_BRACE || d === CLOSE_BRACKET || d <= 0x20 || Number.isNaN(d)) break;
       i++;
     }
     this.i = i;

@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { createIpAllowList, normalizeIp, resolveClientIp } from '../src/ip.js';
 
 describe('createIpAllowList', () => {
-  const list = createIpAllowList(['203.0.113.10', '198.51.100.0/24', '10.0.0.0/8', '2001:db8::/32', '::1', '0.0.0.0/32']);
+  const list = createIpAllowList([
+    '203.0.113.10',
+    '198.51.100.0/24',
+    '10.0.0.0/8',
+    '2001:db8::/32',
+    '::1',
+    '0.0.0.0/32',
+  ]);
 
   it.each([
     ['203.0.113.10', true],
@@ -104,42 +111,64 @@ describe('resolveClientIp', () => {
   const trustedProxies = ['10.0.0.0/8', '::1'];
 
   it('is the socket address without trusted proxies, whatever the header says', () => {
-    expect(resolveClientIp({ remoteAddress: '::ffff:198.51.100.1', forwardedFor: '203.0.113.7' })).toBe('198.51.100.1');
+    expect(resolveClientIp({ remoteAddress: '::ffff:198.51.100.1', forwardedFor: '203.0.113.7' })).toBe(
+      '198.51.100.1',
+    );
   });
 
   it('walks from the right past trusted proxies', () => {
-    expect(resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '203.0.113.7', trustedProxies })).toBe('203.0.113.7');
+    expect(resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '203.0.113.7', trustedProxies })).toBe(
+      '203.0.113.7',
+    );
     expect(
-      resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '203.0.113.7, 10.0.0.9, 10.1.1.1', trustedProxies }),
+      resolveClientIp({
+        remoteAddress: '10.0.0.2',
+        forwardedFor: '203.0.113.7, 10.0.0.9, 10.1.1.1',
+        trustedProxies,
+      }),
     ).toBe('203.0.113.7');
   });
 
   it('ignores what a client wrote to the left of the last untrusted hop (spoofing)', () => {
     // The client sent "X-Forwarded-For: 203.0.113.7" itself; the trusted proxy appended the real peer.
     expect(
-      resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '203.0.113.7, 198.51.100.23', trustedProxies }),
+      resolveClientIp({
+        remoteAddress: '10.0.0.2',
+        forwardedFor: '203.0.113.7, 198.51.100.23',
+        trustedProxies,
+      }),
     ).toBe('198.51.100.23');
   });
 
   it('does not read the header when the peer is not a trusted proxy', () => {
-    expect(resolveClientIp({ remoteAddress: '198.51.100.1', forwardedFor: '203.0.113.7', trustedProxies })).toBe(
-      '198.51.100.1',
-    );
+    expect(
+      resolveClientIp({ remoteAddress: '198.51.100.1', forwardedFor: '203.0.113.7', trustedProxies }),
+    ).toBe('198.51.100.1');
   });
 
   it('joins several header lines in order and trims whitespace', () => {
     expect(
-      resolveClientIp({ remoteAddress: '::1', forwardedFor: ['198.51.100.9 ', ' 203.0.113.7,10.0.0.3'], trustedProxies }),
+      resolveClientIp({
+        remoteAddress: '::1',
+        forwardedFor: ['198.51.100.9 ', ' 203.0.113.7,10.0.0.3'],
+        trustedProxies,
+      }),
     ).toBe('203.0.113.7');
   });
 
   it('stops at the proxy that reported an invalid entry', () => {
-    expect(resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '203.0.113.7, garbage', trustedProxies })).toBe('10.0.0.2');
-    expect(resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '127.1', trustedProxies })).toBe('10.0.0.2');
+    expect(
+      resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '203.0.113.7, garbage', trustedProxies }),
+    ).toBe('10.0.0.2');
+    expect(resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '127.1', trustedProxies })).toBe(
+      '10.0.0.2',
+    );
   });
 
   it('returns the leftmost address when every hop is trusted', () => {
-    expect(resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '10.0.0.5', trustedProxies })).toBe('10.0.0.5');
+    expect(resolveClientIp({ remoteAddress: '10.0.0.2', forwardedFor: '10.0.0.5', trustedProxies })).toBe(
+      '10.0.0.5',
+    );
   });
 
   it('returns undefined for an unusable socket address', () => {

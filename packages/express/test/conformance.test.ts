@@ -2,7 +2,10 @@ import type { AddressInfo } from 'node:net';
 import type { Receiver } from '@payhook/core';
 import express5 from 'express';
 import express4 from 'express4';
-import { type AdapterHarness, describeAdapterConformance } from '../../../test/conformance/adapter-conformance.js';
+import {
+  type AdapterHarness,
+  describeAdapterConformance,
+} from '../../../test/conformance/adapter-conformance.js';
 import { payhook } from '../src/index.js';
 
 type ExpressFactory = typeof express5;
@@ -17,9 +20,16 @@ function harness(express: ExpressFactory): AdapterHarness {
         res.send('ok');
       });
       // The usual JSON error handler: the body parser's own errors (bad JSON, too large) keep their status.
-      app.use((err: { status?: number; type?: string }, _req: express5.Request, res: express5.Response, _next: express5.NextFunction) => {
-        res.status(err.status ?? 500).json({ error: { code: err.type ?? 'internal' } });
-      });
+      app.use(
+        (
+          err: { status?: number; type?: string },
+          _req: express5.Request,
+          res: express5.Response,
+          _next: express5.NextFunction,
+        ) => {
+          res.status(err.status ?? 500).json({ error: { code: err.type ?? 'internal' } });
+        },
+      );
       const server = app.listen(0, host);
       await new Promise<void>((resolve, reject) => {
         server.once('listening', resolve);

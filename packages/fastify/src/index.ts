@@ -35,15 +35,22 @@ const plugin: FastifyPluginAsync<PayhookFastifyOptions> = async (fastify, option
   // and every other route keeps Fastify's own parsers.
   await fastify.register(async (scope: FastifyInstance) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: receiver.maxBodyBytes }, (_req, body, done) =>
-      done(null, body),
+    scope.addContentTypeParser(
+      '*',
+      { parseAs: 'buffer', bodyLimit: receiver.maxBodyBytes },
+      (_req, body, done) => done(null, body),
     );
     scope.setErrorHandler((error: { statusCode?: number; code?: string }, _request, reply) => {
       // Fastify's own refusals on this route (body too large, for instance) speak payhook's error shape.
       const payhookError =
         error.statusCode === 413
-          ? new PayhookError('payload_too_large', `The body is larger than ${receiver.maxBodyBytes} bytes.`, { cause: error })
-          : new PayhookError('malformed_payload', 'The request body could not be read.', { cause: error, status: error.statusCode && error.statusCode < 500 ? error.statusCode : 400 });
+          ? new PayhookError('payload_too_large', `The body is larger than ${receiver.maxBodyBytes} bytes.`, {
+              cause: error,
+            })
+          : new PayhookError('malformed_payload', 'The request body could not be read.', {
+              cause: error,
+              status: error.statusCode && error.statusCode < 500 ? error.statusCode : 400,
+            });
       reply.code(payhookError.status).send(payhookError.toJSON());
     });
     const handler = async (request: FastifyRequest, reply: FastifyReply) => {

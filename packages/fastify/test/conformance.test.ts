@@ -1,6 +1,9 @@
 import type { Receiver } from '@payhook/core';
 import Fastify from 'fastify';
-import { type AdapterHarness, describeAdapterConformance } from '../../../test/conformance/adapter-conformance.js';
+import {
+  type AdapterHarness,
+  describeAdapterConformance,
+} from '../../../test/conformance/adapter-conformance.js';
 import payhook from '../src/index.js';
 
 const harness: AdapterHarness = {

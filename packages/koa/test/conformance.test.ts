@@ -3,7 +3,10 @@ import bodyParser from '@koa/bodyparser';
 import type { Receiver } from '@payhook/core';
 import Koa3 from 'koa';
 import Koa2 from 'koa2';
-import { type AdapterHarness, describeAdapterConformance } from '../../../test/conformance/adapter-conformance.js';
+import {
+  type AdapterHarness,
+  describeAdapterConformance,
+} from '../../../test/conformance/adapter-conformance.js';
 import { payhook } from '../src/index.js';
 
 function harness(Koa: typeof Koa3): AdapterHarness {

@@ -1,6 +1,12 @@
 import { Compile } from 'typebox/compile';
 import { PaymentSchema } from './schemas.js';
-import { KNOWN_EVENTS, type KnownEvent, type KnownEventName, type PayhookEvent, type UnknownEvent } from './types.js';
+import {
+  KNOWN_EVENTS,
+  type KnownEvent,
+  type KnownEventName,
+  type PayhookEvent,
+  type UnknownEvent,
+} from './types.js';
 
 /** One reason an event's data did not validate. */
 export interface EventIssue {
@@ -40,7 +46,11 @@ const known = new Set<string>(KNOWN_EVENTS);
  * ```
  */
 export function parseEvent(payload: unknown): ParseEventResult {
-  if (payload === null || typeof payload !== 'object' || typeof (payload as { event?: unknown }).event !== 'string') {
+  if (
+    payload === null ||
+    typeof payload !== 'object' ||
+    typeof (payload as { event?: unknown }).event !== 'string'
+  ) {
     return {
       kind: 'unrecognized',
       event: undefined,

@@ -46,12 +46,18 @@ export const CustomerSchema = Type.Object(
 );
 
 /** One item of an order: `name` and `type` (observed: digital, physical). */
-export const OrderItemSchema = Type.Object({ name: Type.String(), type: Type.String() }, { ...open, title: 'OrderItem' });
+export const OrderItemSchema = Type.Object(
+  { name: Type.String(), type: Type.String() },
+  { ...open, title: 'OrderItem' },
+);
 
 /** Payment metadata: the order it pays for. */
 export const MetadataSchema = Type.Object(
   {
-    order: Type.Object({ identifier: Type.String(), items: Type.Array(OrderItemSchema) }, { ...open, title: 'Order' }),
+    order: Type.Object(
+      { identifier: Type.String(), items: Type.Array(OrderItemSchema) },
+      { ...open, title: 'Order' },
+    ),
   },
   { ...open, title: 'Metadata' },
 );
@@ -130,7 +136,9 @@ export const PaymentSchema = Type.Object(
     id: Type.String({ description: 'Payment session id (UUID).' }),
     reference: Type.String(),
     correlation_id: Type.String(),
-    amount: Type.Integer({ description: 'Smallest currency unit; for the crypto-app method, the USD value.' }),
+    amount: Type.Integer({
+      description: 'Smallest currency unit; for the crypto-app method, the USD value.',
+    }),
     currency: CurrencySchema,
     description: Type.String(),
     date: Type.String({ description: 'ISO 8601 UTC timestamp.' }),
@@ -161,13 +169,20 @@ export interface OtherPaymentMethod {
  * The payment method of a payment. Narrow known shapes with {@link isKnownPaymentMethod} or by
  * `type` after it.
  */
-export type PaymentMethod = CardPaymentMethod | BankAccountPaymentMethod | CryptoAddressPaymentMethod | OtherPaymentMethod | null;
+export type PaymentMethod =
+  | CardPaymentMethod
+  | BankAccountPaymentMethod
+  | CryptoAddressPaymentMethod
+  | OtherPaymentMethod
+  | null;
 /** The known payment method shapes. */
 export type KnownPaymentMethod = CardPaymentMethod | BankAccountPaymentMethod | CryptoAddressPaymentMethod;
 export type PaymentStatus = Static<typeof PaymentStatusSchema>;
 export type Currency = Static<typeof CurrencySchema>;
 /** A payment, as events carry it. */
-export type Payment = Omit<Static<typeof PaymentSchema>, 'payment_method'> & { payment_method: PaymentMethod };
+export type Payment = Omit<Static<typeof PaymentSchema>, 'payment_method'> & {
+  payment_method: PaymentMethod;
+};
 
 /**
  * True if a payment method has one of the shapes payhook knows; `switch (method.type)` then

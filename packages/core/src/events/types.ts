@@ -1,7 +1,11 @@
 import type { Payment } from './schemas.js';
 
 /** The events payhook knows (payment-service-interface.md, "Events"). More may come. */
-export const KNOWN_EVENTS = ['payment.session.created', 'payment.session.succeeded', 'payment.session.failed'] as const;
+export const KNOWN_EVENTS = [
+  'payment.session.created',
+  'payment.session.succeeded',
+  'payment.session.failed',
+] as const;
 
 /** The name of an event payhook knows. */
 export type KnownEventName = (typeof KNOWN_EVENTS)[number];

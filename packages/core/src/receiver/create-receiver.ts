@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import PQueue from 'p-queue';
 import { type Canonicalization, type SignedPayload, verifyChecksum } from '../checksum.js';
-import { PayhookError, isPayhookError } from '../errors.js';
+import { isPayhookError, PayhookError } from '../errors.js';
 import { parseEvent } from '../events/parse-event.js';
 import type { EventOf, PayhookEvent, UnknownEvent } from '../events/types.js';
-import { type IpAllowList, createIpAllowList, resolveClientIp } from '../ip.js';
+import { createIpAllowList, type IpAllowList, resolveClientIp } from '../ip.js';
 import { DEFAULT_MAX_DEPTH } from '../lexical-canonical-json.js';
 import { createMemoryStore } from '../store/memory-store.js';
 import type { IdempotencyStore } from '../store/types.js';
@@ -158,7 +158,9 @@ interface Job {
 function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) {
-    throw new TypeError(`Invalid ${name}: ${String(value)} (expected a ${allowZero ? 'non-negative' : 'positive'} number).`);
+    throw new TypeError(
+      `Invalid ${name}: ${String(value)} (expected a ${allowZero ? 'non-negative' : 'positive'} number).`,
+    );
   }
   return value;
 }
@@ -179,14 +181,19 @@ function positive(name: string, value: number | undefined, fallback: number, all
  * ```
  */
 export function createReceiver(options: ReceiverOptions): Receiver {
-  if (options === null || typeof options !== 'object') throw new TypeError('createReceiver needs an options object.');
-  const businessIds = typeof options.businessIds === 'string' ? [options.businessIds] : [...(options.businessIds ?? [])];
+  if (options === null || typeof options !== 'object')
+    throw new TypeError('createReceiver needs an options object.');
+  const businessIds =
+    typeof options.businessIds === 'string' ? [options.businessIds] : [...(options.businessIds ?? [])];
   if (businessIds.length === 0 || businessIds.some((id) => typeof id !== 'string' || id.length === 0)) {
-    throw new TypeError(`Invalid businessIds: ${JSON.stringify(options.businessIds)} (expected one or more non-empty strings).`);
+    throw new TypeError(
+      `Invalid businessIds: ${JSON.stringify(options.businessIds)} (expected one or more non-empty strings).`,
+    );
   }
   let allowList: IpAllowList | undefined;
   if (options.allowAnyIp === true) {
-    if (options.allowedIps !== undefined) throw new TypeError('Give allowedIps or allowAnyIp: true, not both.');
+    if (options.allowedIps !== undefined)
+      throw new TypeError('Give allowedIps or allowAnyIp: true, not both.');
   } else {
     if (!Array.isArray(options.allowedIps)) {
       throw new TypeError(
@@ -198,7 +205,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const trustedProxies = options.trustedProxies ? createIpAllowList(options.trustedProxies) : undefined;
   const canonicalization = options.canonicalization;
   if (canonicalization !== undefined && !['auto', 'jcs', 'lexical'].includes(canonicalization)) {
-    throw new TypeError(`Invalid canonicalization: ${String(canonicalization)} (expected "auto", "jcs" or "lexical").`);
+    throw new TypeError(
+      `Invalid canonicalization: ${String(canonicalization)} (expected "auto", "jcs" or "lexical").`,
+    );
   }
   const maxBodyBytes = positive('maxBodyBytes', options.maxBodyBytes, DEFAULT_MAX_BODY);
   const maxDepth = positive('maxDepth', options.maxDepth, DEFAULT_MAX_DEPTH);
@@ -242,16 +251,24 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     const calls: Promise<unknown>[] = [];
     const call = (fn: () => unknown) => calls.push(Promise.resolve().then(fn));
     const event = (parsed.kind === 'known' ? parsed.event : job.payload) as PayhookEvent;
-    for (const handler of handlers.get(job.payload.event) ?? []) call(() => (handler as EventHandler<PayhookEvent>)(event, context));
+    for (const handler of handlers.get(job.payload.event) ?? [])
+      call(() => (handler as EventHandler<PayhookEvent>)(event, context));
     for (const handler of anyHandlers) call(() => handler(event, context));
     if (parsed.kind === 'unrecognized') {
-      const info: UnrecognizedEvent = { event: job.payload as UnknownEvent, reason: parsed.reason, issues: parsed.issues };
+      const info: UnrecognizedEvent = {
+        event: job.payload as UnknownEvent,
+        reason: parsed.reason,
+        issues: parsed.issues,
+      };
       for (const handler of unrecognizedHandlers) call(() => handler(info, context));
     }
     const results = await Promise.allSettled(calls);
-    const failures = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason);
+    const failures = results
+      .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+      .map((r) => r.reason);
     if (failures.length === 1) throw failures[0];
-    if (failures.length > 1) throw new AggregateError(failures, `${failures.length} handlers failed for ${job.payload.event}`);
+    if (failures.length > 1)
+      throw new AggregateError(failures, `${failures.length} handlers failed for ${job.payload.event}`);
   }
 
   async function attempt(job: Job, n: number): Promise<void> {
@@ -315,7 +332,12 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       return;
     }
     await storeCall(() => store.fail(job.key, instanceId, describe(lastError)), job.key);
-    const letter: DeadLetter = { key: job.key, event: job.payload as PayhookEvent, error: lastError, attempts };
+    const letter: DeadLetter = {
+      key: job.key,
+      event: job.payload as PayhookEvent,
+      error: lastError,
+      attempts,
+    };
     logger.warn({ key: job.key, event: job.payload.event, attempts }, 'payhook: event dead-lettered');
     for (const handler of deadLetterHandlers) {
       try {
@@ -329,7 +351,10 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   async function storeCall(fn: () => Promise<boolean>, key: string): Promise<void> {
     try {
       if (!(await fn())) {
-        logger.warn({ key }, 'payhook: the lease on this event passed to another instance before it finished');
+        logger.warn(
+          { key },
+          'payhook: the lease on this event passed to another instance before it finished',
+        );
       }
     } catch (error) {
       reportError(error, { key, phase: 'store' });
@@ -346,7 +371,11 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       const batch = await store.recover(instanceId, leaseMs, 100);
       for (const recovered of batch) {
         try {
-          enqueue({ key: recovered.key, payload: JSON.parse(recovered.payload), businessId: recovered.businessId });
+          enqueue({
+            key: recovered.key,
+            payload: JSON.parse(recovered.payload),
+            businessId: recovered.businessId,
+          });
           count++;
         } catch (error) {
           reportError(error, { key: recovered.key, phase: 'recovery' });
@@ -403,25 +432,40 @@ export function createReceiver(options: ReceiverOptions): Receiver {
 
     async handle(request) {
       if (closing) {
-        return refuse(new PayhookError('shutting_down', 'The receiver is shutting down; send the event again.'), {
-          'retry-after': '5',
-        });
+        return refuse(
+          new PayhookError('shutting_down', 'The receiver is shutting down; send the event again.'),
+          {
+            'retry-after': '5',
+          },
+        );
       }
       const clientIp = trustedProxies
-        ? resolveClientIp({ remoteAddress: request.remoteAddress, forwardedFor: request.forwardedFor, trustedProxies })
+        ? resolveClientIp({
+            remoteAddress: request.remoteAddress,
+            forwardedFor: request.forwardedFor,
+            trustedProxies,
+          })
         : resolveClientIp({ remoteAddress: request.clientIp ?? request.remoteAddress });
       if (allowList && (clientIp === undefined || !allowList.contains(clientIp))) {
         logger.warn({ ip: clientIp }, 'payhook: request from an address outside the allow-list refused');
         return refuse(
-          new PayhookError('ip_not_allowed', `Requests from ${clientIp ?? 'an unknown address'} are not accepted.`),
+          new PayhookError(
+            'ip_not_allowed',
+            `Requests from ${clientIp ?? 'an unknown address'} are not accepted.`,
+          ),
         );
       }
       if (request.method.toUpperCase() !== 'POST') {
-        return refuse(new PayhookError('method_not_allowed', 'Webhook events are sent with POST.'), { allow: 'POST' });
+        return refuse(new PayhookError('method_not_allowed', 'Webhook events are sent with POST.'), {
+          allow: 'POST',
+        });
       }
       if (!isJsonContentType(request.contentType)) {
         return refuse(
-          new PayhookError('unsupported_media_type', 'Webhook events are JSON: send Content-Type: application/json.'),
+          new PayhookError(
+            'unsupported_media_type',
+            'Webhook events are JSON: send Content-Type: application/json.',
+          ),
         );
       }
       let rawBody = request.rawBody;
@@ -429,11 +473,15 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         try {
           rawBody = await request.readBody(maxBodyBytes);
         } catch (error) {
-          if (isPayhookError(error)) return refuse(error, error.code === 'payload_too_large' ? { connection: 'close' } : {});
+          if (isPayhookError(error))
+            return refuse(error, error.code === 'payload_too_large' ? { connection: 'close' } : {});
           throw error;
         }
       }
-      if (rawBody !== undefined && (typeof rawBody === 'string' ? Buffer.byteLength(rawBody) : rawBody.byteLength) > maxBodyBytes) {
+      if (
+        rawBody !== undefined &&
+        (typeof rawBody === 'string' ? Buffer.byteLength(rawBody) : rawBody.byteLength) > maxBodyBytes
+      ) {
         return refuse(tooLarge(maxBodyBytes), { connection: 'close' });
       }
       if (rawBody === undefined && !warnedParsed) {
@@ -443,12 +491,16 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           'payhook: a body parser ran before the webhook handler, so only RFC 8785 canonicalization applies and duplicate keys go unseen; mount payhook before the body parser for full protection',
         );
       }
-      const verified = verifyChecksum(
-        rawBody !== undefined ? { rawBody } : { payload: request.parsedBody },
-        { businessIds, canonicalization: rawBody !== undefined ? canonicalization : 'jcs', maxDepth },
-      );
+      const verified = verifyChecksum(rawBody !== undefined ? { rawBody } : { payload: request.parsedBody }, {
+        businessIds,
+        canonicalization: rawBody !== undefined ? canonicalization : 'jcs',
+        maxDepth,
+      });
       if (!verified.ok) {
-        logger.warn({ code: verified.error.code, ip: clientIp }, `payhook: event refused: ${verified.error.message}`);
+        logger.warn(
+          { code: verified.error.code, ip: clientIp },
+          `payhook: event refused: ${verified.error.message}`,
+        );
         return refuse(verified.error);
       }
       const key = `${verified.businessId}:${verified.payload.checksum.toLowerCase()}`;
@@ -469,9 +521,13 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       } catch (error) {
         reportError(error, { key, phase: 'store' });
         return refuse(
-          new PayhookError('store_unavailable', 'The idempotency store did not answer; the event was not recorded, send it again.', {
-            cause: error,
-          }),
+          new PayhookError(
+            'store_unavailable',
+            'The idempotency store did not answer; the event was not recorded, send it again.',
+            {
+              cause: error,
+            },
+          ),
           { 'retry-after': '5' },
         );
       }

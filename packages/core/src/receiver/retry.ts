@@ -10,7 +10,12 @@ export interface RetryOptions {
   factor?: number;
 }
 
-export const DEFAULT_RETRY: Required<RetryOptions> = { attempts: 3, minDelayMs: 200, maxDelayMs: 10_000, factor: 2 };
+export const DEFAULT_RETRY: Required<RetryOptions> = {
+  attempts: 3,
+  minDelayMs: 200,
+  maxDelayMs: 10_000,
+  factor: 2,
+};
 
 /**
  * Delay before retry number `retry` (1 for the first retry): exponential, capped, with "equal
@@ -22,8 +27,15 @@ export const DEFAULT_RETRY: Required<RetryOptions> = { attempts: 3, minDelayMs: 
  * retryDelay(1, DEFAULT_RETRY, () => 0.5); // 150
  * ```
  */
-export function retryDelay(retry: number, options: Required<RetryOptions>, random: () => number = Math.random): number {
-  const exponential = Math.min(options.maxDelayMs, options.minDelayMs * options.factor ** Math.max(0, retry - 1));
+export function retryDelay(
+  retry: number,
+  options: Required<RetryOptions>,
+  random: () => number = Math.random,
+): number {
+  const exponential = Math.min(
+    options.maxDelayMs,
+    options.minDelayMs * options.factor ** Math.max(0, retry - 1),
+  );
   return Math.round(exponential / 2 + (random() * exponential) / 2);
 }
 

@@ -103,7 +103,14 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
       const record = held(key, owner);
       if (!record) return false;
       // A tombstone: the payload is not needed to refuse duplicates.
-      put({ ...record, state: 'done', owner: undefined, leaseUntil: undefined, payload: undefined, updatedAt: now() });
+      put({
+        ...record,
+        state: 'done',
+        owner: undefined,
+        leaseUntil: undefined,
+        payload: undefined,
+        updatedAt: now(),
+      });
       return true;
     },
 
@@ -119,11 +126,17 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
       const out: RecoveredEvent[] = [];
       for (const record of records.values()) {
         if (out.length >= limit) break;
-        if (record.state !== 'processing' || (record.leaseUntil ?? 0) > t || record.payload === undefined) continue;
+        if (record.state !== 'processing' || (record.leaseUntil ?? 0) > t || record.payload === undefined)
+          continue;
         record.owner = owner;
         record.leaseUntil = t + leaseMs;
         record.attempts += 1;
-        out.push({ key: record.key, payload: record.payload, businessId: record.businessId ?? '', attempts: record.attempts });
+        out.push({
+          key: record.key,
+          payload: record.payload,
+          businessId: record.businessId ?? '',
+          attempts: record.attempts,
+        });
       }
       return out;
     },

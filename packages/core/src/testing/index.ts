@@ -1,5 +1,5 @@
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
-import { type SignedPayload, computeChecksum } from '../checksum.js';
+import { computeChecksum, type SignedPayload } from '../checksum.js';
 import type { Payment, PaymentMethod } from '../events/schemas.js';
 import type { KnownEventMap, KnownEventName } from '../events/types.js';
 
@@ -17,7 +17,11 @@ import type { KnownEventMap, KnownEventName } from '../events/types.js';
  * });
  * ```
  */
-export function signEvent<Event extends string, Data>(event: Event, data: Data, businessId: string): SignedPayload<Event, Data> {
+export function signEvent<Event extends string, Data>(
+  event: Event,
+  data: Data,
+  businessId: string,
+): SignedPayload<Event, Data> {
   return { event, data, checksum: computeChecksum(event, data, businessId) };
 }
 
@@ -36,7 +40,13 @@ function methodFor(method: TestPaymentMethod): { method: PaymentMethod; currency
     case 'card':
       return {
         currency: 'NGN',
-        method: { id: randomUUID(), type: 'card', card_number: '424242******4242', expiry_month: 9, expiry_year: 2029 },
+        method: {
+          id: randomUUID(),
+          type: 'card',
+          card_number: '424242******4242',
+          expiry_month: 9,
+          expiry_year: 2029,
+        },
       };
     case 'bank_account':
       return {
@@ -53,7 +63,12 @@ function methodFor(method: TestPaymentMethod): { method: PaymentMethod; currency
     case 'crypto_address':
       return {
         currency: 'USD',
-        method: { id: randomUUID(), type: 'crypto_address', address: `0x${randomBytes(20).toString('hex')}`, network: 'ethereum' },
+        method: {
+          id: randomUUID(),
+          type: 'crypto_address',
+          address: `0x${randomBytes(20).toString('hex')}`,
+          network: 'ethereum',
+        },
       };
     case 'etransfer':
       return { currency: 'CAD', method: null };
@@ -142,5 +157,9 @@ export function createTestEvent<Name extends KnownEventName>(
   businessId: string,
   overrides: TestPaymentOverrides = {},
 ): KnownEventMap[Name] {
-  return signEvent(name, createTestPayment({ ...STATUS[name], ...overrides }), businessId) as unknown as KnownEventMap[Name];
+  return signEvent(
+    name,
+    createTestPayment({ ...STATUS[name], ...overrides }),
+    businessId,
+  ) as unknown as KnownEventMap[Name];
 }

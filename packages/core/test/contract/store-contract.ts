@@ -23,7 +23,11 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
     afterEach(async () => {
       await Promise.all(opened.splice(0).map((s) => s.close?.()));
     });
-    const request = (owner: string, leaseMs = LONG, payload = '{"event":"e","data":{},"checksum":"c"}'): ClaimRequest => ({
+    const request = (
+      owner: string,
+      leaseMs = LONG,
+      payload = '{"event":"e","data":{},"checksum":"c"}',
+    ): ClaimRequest => ({
       owner,
       leaseMs,
       payload,
@@ -33,10 +37,20 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
     it('claims a new key once; a second claim under a live lease is a duplicate', async () => {
       const store = await open();
       const key = randomUUID();
-      expect(await store.claim(key, request('a'))).toEqual({ status: 'claimed', attempts: 1, previous: 'new' });
+      expect(await store.claim(key, request('a'))).toEqual({
+        status: 'claimed',
+        attempts: 1,
+        previous: 'new',
+      });
       expect(await store.claim(key, request('b'))).toEqual({ status: 'duplicate', state: 'processing' });
       const record = await store.get(key);
-      expect(record).toMatchObject({ key, state: 'processing', owner: 'a', attempts: 1, businessId: 'biz-1' });
+      expect(record).toMatchObject({
+        key,
+        state: 'processing',
+        owner: 'a',
+        attempts: 1,
+        businessId: 'biz-1',
+      });
       expect(record?.payload).toBe('{"event":"e","data":{},"checksum":"c"}');
     });
 
@@ -51,7 +65,9 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
     it('lets exactly one of many concurrent claims win', async () => {
       const store = await open();
       const key = randomUUID();
-      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => store.claim(key, request(`o${i}`))));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => store.claim(key, request(`o${i}`))),
+      );
       expect(results.filter((r) => r.status === 'claimed')).toHaveLength(1);
     });
 
@@ -73,9 +89,17 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       await store.claim(key, request('a'));
       expect(await store.fail(key, 'b', 'not mine')).toBe(false);
       expect(await store.fail(key, 'a', 'Error: boom')).toBe(true);
-      expect(await store.get(key)).toMatchObject({ state: 'failed', error: 'Error: boom', businessId: 'biz-1' });
+      expect(await store.get(key)).toMatchObject({
+        state: 'failed',
+        error: 'Error: boom',
+        businessId: 'biz-1',
+      });
       expect((await store.get(key))?.payload).toContain('"event"');
-      expect(await store.claim(key, request('b'))).toEqual({ status: 'claimed', attempts: 2, previous: 'failed' });
+      expect(await store.claim(key, request('b'))).toEqual({
+        status: 'claimed',
+        attempts: 2,
+        previous: 'failed',
+      });
       expect(await store.complete(key, 'b')).toBe(true);
     });
 
@@ -84,7 +108,11 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       const key = randomUUID();
       await store.claim(key, request('a', 40));
       await wait(80);
-      expect(await store.claim(key, request('b'))).toEqual({ status: 'claimed', attempts: 2, previous: 'expired' });
+      expect(await store.claim(key, request('b'))).toEqual({
+        status: 'claimed',
+        attempts: 2,
+        previous: 'expired',
+      });
       expect(await store.complete(key, 'a')).toBe(false);
       expect(await store.fail(key, 'a', 'x')).toBe(false);
       expect(await store.renew(key, 'a', LONG)).toBe(false);
@@ -139,7 +167,11 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       expect((await store.claim(key, request('b'))).status).toBe('duplicate');
       await wait(120);
       expect(await store.get(key)).toBeUndefined();
-      expect(await store.claim(key, request('b'))).toEqual({ status: 'claimed', attempts: 1, previous: 'new' });
+      expect(await store.claim(key, request('b'))).toEqual({
+        status: 'claimed',
+        attempts: 1,
+        previous: 'new',
+      });
     });
   });
 }
