@@ -58,3 +58,6 @@ export function writeResults(name: string, data: unknown): string {
   writeFileSync(file, `${JSON.stringify({ ...meta, results: data }, null, 2)}\n`);
   return file;
 }
+
+/** The business id the benchmark receivers are configured with. */
+export const BENCH_BUSINESS_ID = '9c4a2b1e-7d3f-4e8a-b5c6-1a2b3c4d5e6f';

@@ -25,20 +25,51 @@ const DECIMAL = /^(0|[1-9][0-9]{0,2})$/;
  * form, IPv4 mapped into ::ffff:0:0/96 so that both spellings of one host compare equal.
  */
 function parseWords(text: string): Words | undefined {
-  if (ipaddr.IPv4.isValidFourPartDecimal(text)) {
-    const b = ipaddr.IPv4.parse(text).octets;
-    return [
-      0,
-      0,
-      0xffff,
-      (((b[0] as number) << 24) | ((b[1] as number) << 16) | ((b[2] as number) << 8) | (b[3] as number)) >>>
-        0,
-    ];
+  if (!text.includes(':')) {
+    const v4 = parseDottedQuad(text);
+    return v4 === undefined ? undefined : [0, 0, 0xffff, v4];
   }
-  if (!text.includes(':') || !ipaddr.IPv6.isValid(text)) return undefined;
+  // The common dual-stack spelling of an IPv4 client, read without the general IPv6 parser.
+  if (
+    text.length <= 22 &&
+    (text.startsWith('::ffff:') || text.startsWith('::FFFF:')) &&
+    text.indexOf(':', 7) === -1
+  ) {
+    const v4 = parseDottedQuad(text.slice(7));
+    if (v4 !== undefined) return [0, 0, 0xffff, v4];
+  }
+  if (!ipaddr.IPv6.isValid(text)) return undefined;
   const p = ipaddr.IPv6.parse(text).parts;
   const w = (i: number) => ((((p[i] as number) << 16) | (p[i + 1] as number)) >>> 0) as number;
   return [w(0), w(2), w(4), w(6)];
+}
+
+/**
+ * Strict four-part decimal IPv4 (no leading zeros, no `inet_aton` short, hex or octal forms),
+ * as an unsigned 32-bit number: the rule of ipaddr.js's `isValidFourPartDecimal`, without its
+ * regular expressions, because this runs on every request.
+ */
+function parseDottedQuad(text: string): number | undefined {
+  let value = 0;
+  let part = 0;
+  let digits = 0;
+  let parts = 0;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i === text.length ? 0x2e : text.charCodeAt(i);
+    if (c === 0x2e) {
+      if (digits === 0 || part > 255 || ++parts > 4) return undefined;
+      value = value * 256 + part;
+      part = 0;
+      digits = 0;
+    } else if (c >= 0x30 && c <= 0x39) {
+      if (digits === 1 && part === 0) return undefined; // a leading zero
+      if (++digits > 3) return undefined;
+      part = part * 10 + (c - 0x30);
+    } else {
+      return undefined;
+    }
+  }
+  return parts === 4 ? value : undefined;
 }
 
 function isMapped(words: Words): boolean {

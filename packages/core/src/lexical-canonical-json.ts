@@ -214,7 +214,7 @@ class Scanner {
     const s = this.s;
     const aLen = aEnd - aStart - 2;
     const bLen = bEnd - bStart - 2;
-    const n = aLen < bLen ? aLen : bLen;
+    const n = Math.min(aLen, bLen);
     for (let k = 1; k <= n; k++) {
       const d = s.charCodeAt(aStart + k) - s.charCodeAt(bStart + k);
       if (d !== 0) return d;

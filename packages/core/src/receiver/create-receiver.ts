@@ -294,20 +294,38 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     }
   }
 
+  // Leases of the events being processed, renewed together by one timer rather than one per event.
+  const held = new Map<string, { lost: boolean }>();
+  let renewalTimer: NodeJS.Timeout | undefined;
+  const renewAll = () => {
+    for (const [key, lease] of held) {
+      store.renew(key, instanceId, leaseMs).then(
+        (ok) => {
+          if (!ok) lease.lost = true;
+        },
+        (error) => reportError(error, { key, phase: 'store' }),
+      );
+    }
+  };
+  const hold = (key: string) => {
+    const lease = { lost: false };
+    held.set(key, lease);
+    if (renewalTimer === undefined) {
+      renewalTimer = setInterval(renewAll, Math.max(10, Math.floor(leaseMs / 3)));
+      renewalTimer.unref();
+    }
+    return lease;
+  };
+  const release = (key: string) => {
+    held.delete(key);
+    if (held.size === 0 && renewalTimer !== undefined) {
+      clearInterval(renewalTimer);
+      renewalTimer = undefined;
+    }
+  };
+
   async function process(job: Job): Promise<void> {
-    let lost = false;
-    const renewal = setInterval(
-      () => {
-        store.renew(job.key, instanceId, leaseMs).then(
-          (held) => {
-            if (!held) lost = true;
-          },
-          (error) => reportError(error, { key: job.key, phase: 'store' }),
-        );
-      },
-      Math.max(10, Math.floor(leaseMs / 3)),
-    );
-    renewal.unref();
+    const lease = hold(job.key);
     let lastError: unknown;
     let attempts = 0;
     try {
@@ -320,11 +338,11 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         } catch (error) {
           lastError = error;
           reportError(error, { key: job.key, attempt: n, phase: 'handler' });
-          if (n < retry.attempts && !lost) await sleep(retryDelay(n, retry));
+          if (n < retry.attempts && !lease.lost) await sleep(retryDelay(n, retry));
         }
       }
     } finally {
-      clearInterval(renewal);
+      release(job.key);
     }
     if (lastError === undefined) {
       await storeCall(() => store.complete(job.key, instanceId), job.key);

@@ -1,0 +1,66 @@
+/**
+ * One server of the HTTP benchmark, in its own process so that the load generator does not share
+ * its event loop: `tsx bench/http-server.ts <express|koa|fastify> <bare|payhook>`. Prints the port.
+ */
+import type { AddressInfo } from 'node:net';
+import { createReceiver } from '@payhook/core';
+import { payhook as expressPayhook } from '@payhook/express';
+import payhookFastify from '@payhook/fastify';
+import { payhook as koaPayhook } from '@payhook/koa';
+import express from 'express';
+import Fastify from 'fastify';
+import Koa from 'koa';
+
+import { BENCH_BUSINESS_ID } from './lib.js';
+
+const [framework, mode] = process.argv.slice(2);
+const withPayhook = mode === 'payhook';
+const receiver = createReceiver({
+  businessIds: [BENCH_BUSINESS_ID],
+  allowedIps: ['127.0.0.1'],
+  recoveryIntervalMs: 0,
+});
+let handled = 0;
+receiver.onAny(() => {
+  handled++;
+});
+process.on('SIGTERM', () => {
+  process.stdout.write(`${JSON.stringify({ handled })}\n`);
+  process.exit(0);
+});
+
+async function listen(): Promise<number> {
+  switch (framework) {
+    case 'express': {
+      const app = express();
+      if (withPayhook) app.use('/webhooks', expressPayhook(receiver));
+      else app.post('/webhooks', (_req, res) => void res.json({ received: true }));
+      const server = app.listen(0, '127.0.0.1');
+      await new Promise((resolve) => server.once('listening', resolve));
+      return (server.address() as AddressInfo).port;
+    }
+    case 'koa': {
+      const app = new Koa();
+      if (withPayhook) app.use(koaPayhook(receiver, { path: '/webhooks' }));
+      else
+        app.use((ctx) => {
+          if (ctx.method === 'POST' && ctx.path === '/webhooks') ctx.body = { received: true };
+        });
+      const server = app.listen(0, '127.0.0.1');
+      await new Promise((resolve) => server.once('listening', resolve));
+      return (server.address() as AddressInfo).port;
+    }
+    case 'fastify': {
+      const app = Fastify();
+      if (withPayhook) await app.register(payhookFastify, { receiver, path: '/webhooks' });
+      else app.post('/webhooks', async () => ({ received: true }));
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      return (app.server.address() as AddressInfo).port;
+    }
+    default:
+      throw new Error(`unknown framework ${framework}`);
+  }
+}
+
+const port = await listen();
+process.stdout.write(`${JSON.stringify({ port })}\n`);
