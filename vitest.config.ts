@@ -27,6 +27,16 @@ const pkg = (name: string, extra: Record<string, unknown> = {}) => ({
 
 export default defineConfig({
   test: {
-    projects: [pkg('core'), pkg('express'), pkg('koa'), pkg('fastify')],
+    projects: [
+      pkg('core'),
+      pkg('express'),
+      pkg('koa'),
+      pkg('fastify'),
+      // Cross-package tests: examples and, later, sender -> receivers end to end.
+      {
+        resolve: { alias },
+        test: { name: 'e2e', root: '.', include: ['test/**/*.test.ts'], testTimeout: 30_000 },
+      },
+    ],
   },
 });

@@ -1,0 +1,40 @@
+// What the receiver examples share: configuration from the environment, a console logger.
+export function receiverOptions(env = process.env) {
+  const businessId = env.BUSINESS_ID;
+  if (!businessId) {
+    console.error('Set BUSINESS_ID to the id of the business that receives the events.');
+    process.exit(2);
+  }
+  const allowed = (env.ALLOWED_IPS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (allowed.length === 0) {
+    console.error(
+      'Set ALLOWED_IPS to the addresses events come from (comma-separated), or "*" to allow any (local testing only).',
+    );
+    process.exit(2);
+  }
+  const ips = allowed.includes('*') ? { allowAnyIp: true } : { allowedIps: allowed };
+  return { businessIds: [businessId], ...ips, logger: consoleLogger };
+}
+
+const write = (level) => (obj, msg) =>
+  console.log(JSON.stringify({ level, time: new Date().toISOString(), msg, ...obj }));
+export const consoleLogger = { debug() {}, info: write('info'), warn: write('warn'), error: write('error') };
+
+export const port = (env = process.env) => Number(env.PORT ?? 3000);
+
+/** Logs what the receiver hands over; a real server would update its orders here. */
+export function logEvents(receiver, framework) {
+  receiver.onAny((event, { key, attempt }) => {
+    const payment = event.data ?? {};
+    console.log(
+      `[${framework}] ${event.event} payment=${payment.id} status=${payment.status} amount=${payment.amount} ${payment.currency} (key ${key.slice(-12)}, attempt ${attempt})`,
+    );
+  });
+  receiver.onUnrecognized(({ event, reason }) =>
+    console.log(`[${framework}] unrecognized ${event.event}: ${reason}`),
+  );
+  receiver.onDeadLetter(({ key, error }) => console.log(`[${framework}] dead-lettered ${key}: ${error}`));
+}
