@@ -12,6 +12,7 @@ const alias = [
   { find: /^@payhook\/express$/, replacement: src('express') },
   { find: /^@payhook\/koa$/, replacement: src('koa') },
   { find: /^@payhook\/fastify$/, replacement: src('fastify') },
+  { find: /^@payhook\/redis$/, replacement: src('redis') },
 ];
 
 const pkg = (name: string, extra: Record<string, unknown> = {}) => ({
@@ -32,6 +33,7 @@ export default defineConfig({
       pkg('express'),
       pkg('koa'),
       pkg('fastify'),
+      pkg('redis'),
       // Cross-package tests: examples and, later, sender -> receivers end to end.
       {
         resolve: { alias },

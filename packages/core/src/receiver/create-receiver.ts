@@ -294,6 +294,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     }
   }
 
+  // Keys this instance claimed and has not finished: claimed, queued or running.
+  const inFlight = new Set<string>();
   // Leases of the events being processed, renewed together by one timer rather than one per event.
   const held = new Map<string, { lost: boolean }>();
   let renewalTimer: NodeJS.Timeout | undefined;
@@ -380,7 +382,12 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   }
 
   const enqueue = (job: Job) => {
-    queue.add(() => process(job)).catch((error) => reportError(error, { key: job.key, phase: 'handler' }));
+    inFlight.add(job.key);
+    queue
+      .add(() => process(job))
+      // Only once the store knows the outcome may a new delivery of this key be claimed here again.
+      .finally(() => inFlight.delete(job.key))
+      .catch((error) => reportError(error, { key: job.key, phase: 'handler' }));
   };
 
   async function recover(): Promise<number> {
@@ -522,6 +529,10 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         return refuse(verified.error);
       }
       const key = `${verified.businessId}:${verified.payload.checksum.toLowerCase()}`;
+      if (inFlight.has(key)) {
+        // This instance holds it already: a duplicate, whatever the store would say of its own owner.
+        return { status: 200, body: { received: true, duplicate: true }, headers: {} };
+      }
       let claim: Awaited<ReturnType<IdempotencyStore['claim']>>;
       try {
         claim = await store.claim(key, {
@@ -554,6 +565,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         return { status: 200, body: { received: true, duplicate: true }, headers: {} };
       }
       const job: Job = { key, payload: verified.payload, businessId: verified.businessId };
+      inFlight.add(key);
       return {
         status: 200,
         body: { received: true },

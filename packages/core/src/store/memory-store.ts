@@ -70,7 +70,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
       let previous: 'new' | 'failed' | 'expired' = 'new';
       if (record) {
         if (record.state === 'done') return { status: 'duplicate', state: 'done' };
-        if (record.state === 'processing' && (record.leaseUntil ?? 0) > t) {
+        // The owner's own claim again is one that ran late; the receiver refuses its own duplicates.
+        if (record.state === 'processing' && (record.leaseUntil ?? 0) > t && record.owner !== request.owner) {
           return { status: 'duplicate', state: 'processing' };
         }
         previous = record.state === 'failed' ? 'failed' : 'expired';

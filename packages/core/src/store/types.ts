@@ -13,8 +13,9 @@
 export interface IdempotencyStore {
   /**
    * Atomically claims `key` for `owner` under a lease of `leaseMs`, recording the verified payload
-   * in the same step. Claims an unknown key, a failed one, or one whose lease lapsed; refuses
-   * (`duplicate`) one that is done or held under a live lease.
+   * in the same step. Claims an unknown key, a failed one, one whose lease lapsed, or one this
+   * owner holds already (its own claim that ran late); refuses (`duplicate`) one that is done or
+   * held by another owner under a live lease.
    */
   claim(key: string, claim: ClaimRequest): Promise<ClaimResult>;
   /** Extends the lease of a key this owner holds; false if it no longer holds it. */

@@ -54,6 +54,18 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       expect(record?.payload).toBe('{"event":"e","data":{},"checksum":"c"}');
     });
 
+    it("takes back a key its own owner holds (a claim of that owner's that ran late)", async () => {
+      const store = await open();
+      const key = randomUUID();
+      await store.claim(key, request('a'));
+      expect(await store.claim(key, request('a'))).toEqual({
+        status: 'claimed',
+        attempts: 2,
+        previous: 'expired',
+      });
+      expect(await store.complete(key, 'a')).toBe(true);
+    });
+
     it('keeps keys apart', async () => {
       const store = await open();
       const [k1, k2] = [randomUUID(), randomUUID()];

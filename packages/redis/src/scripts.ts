@@ -1,0 +1,84 @@
+// The store's Lua scripts. Each runs atomically in one round trip and touches only keys that share
+// one hash tag (the event's business), so they are cluster-safe: an event's record `E` and its
+// tag's lease index `L` (a sorted set of event ids by lease expiry). Times come from the Redis
+// server's clock, so instances whose clocks disagree still agree on leases.
+
+const NOW = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
+/**
+ * KEYS: E, L. ARGV: owner, leaseMs, payload, businessId, retentionMs, member.
+ * A record already held by the same owner is claimed again: it is a claim of this owner's that
+ * ran late (queued while Redis was away, after the receiver had answered 503), and the receiver
+ * itself refuses duplicates of what it is processing.
+ */
+export const CLAIM = `${NOW}
+local r = redis.call('HMGET', KEYS[1], 'state', 'lease', 'attempts', 'received', 'owner')
+local state = r[1]
+local previous = 'new'
+if state then
+  if state == 'done' then return {'duplicate', 'done'} end
+  if state == 'processing' and tonumber(r[2]) > now and r[5] ~= ARGV[1] then return {'duplicate', 'processing'} end
+  if state == 'failed' then previous = 'failed' else previous = 'expired' end
+end
+local attempts = (tonumber(r[3]) or 0) + 1
+local lease = now + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'state', 'processing', 'owner', ARGV[1], 'lease', lease, 'payload', ARGV[3],
+  'biz', ARGV[4], 'attempts', attempts, 'received', r[4] or now, 'updated', now)
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('ZADD', KEYS[2], lease, ARGV[6])
+return {'claimed', previous, attempts}`;
+
+const HELD = `local r = redis.call('HMGET', KEYS[1], 'state', 'owner')
+if r[1] ~= 'processing' or r[2] ~= ARGV[1] then return 0 end`;
+
+/** KEYS: E, L. ARGV: owner, leaseMs, member. */
+export const RENEW = `${HELD}
+${NOW}
+local lease = now + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'lease', lease)
+redis.call('ZADD', KEYS[2], lease, ARGV[3])
+return 1`;
+
+/** KEYS: E, L. ARGV: owner, retentionMs, member. Keeps a tombstone (no payload) for the retention. */
+export const COMPLETE = `${HELD}
+${NOW}
+redis.call('HSET', KEYS[1], 'state', 'done', 'updated', now)
+redis.call('HDEL', KEYS[1], 'owner', 'lease', 'payload')
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[3])
+return 1`;
+
+/** KEYS: E, L. ARGV: owner, retentionMs, member, error. Keeps payload and error for replay. */
+export const FAIL = `${HELD}
+${NOW}
+redis.call('HSET', KEYS[1], 'state', 'failed', 'error', ARGV[4], 'updated', now)
+redis.call('HDEL', KEYS[1], 'owner', 'lease')
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[3])
+return 1`;
+
+/**
+ * KEYS: L. ARGV: owner, leaseMs, limit, record key prefix (the record of member m is prefix .. m).
+ * Claims for `owner` the events whose lease lapsed; the records share L's hash tag.
+ */
+export const RECOVER = `${NOW}
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
+local out = {}
+local lease = now + tonumber(ARGV[2])
+for _, member in ipairs(due) do
+  local key = ARGV[4] .. member
+  local r = redis.call('HMGET', key, 'state', 'lease', 'attempts', 'payload', 'biz')
+  if r[1] == 'processing' and tonumber(r[2]) <= now and r[4] then
+    local attempts = (tonumber(r[3]) or 0) + 1
+    redis.call('HSET', key, 'owner', ARGV[1], 'lease', lease, 'attempts', attempts, 'updated', now)
+    redis.call('ZADD', KEYS[1], lease, member)
+    table.insert(out, member)
+    table.insert(out, r[4])
+    table.insert(out, r[5] or '')
+    table.insert(out, attempts)
+  elseif r[1] ~= 'processing' then
+    redis.call('ZREM', KEYS[1], member)
+  end
+end
+return out`;
