@@ -3,7 +3,8 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createTestEvent } from '@payhook/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 
 // The examples run as a user runs them: `node server.mjs` on the built packages, configured by
 // the environment, over real HTTP.
@@ -81,5 +82,47 @@ describe('examples/demo', () => {
     const [code] = await once(child, 'exit');
     expect(out).toContain('each exactly once');
     expect(code).toBe(0);
+  });
+});
+
+describe('examples with REDIS_URL', () => {
+  const prefix = `payhook-test:examples:${Date.now()}`;
+  const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  afterAll(async () => {
+    const redis = new Redis(redisUrl);
+    const keys = await redis.keys(`*${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  });
+
+  it('share one Redis store: an event delivered to two instances is handled by one', async () => {
+    const businessId = 'c0ffee00-1234-4abc-8def-0123456789ab';
+    const env = {
+      BUSINESS_ID: businessId,
+      ALLOWED_IPS: '127.0.0.1',
+      REDIS_URL: redisUrl,
+      PAYHOOK_PREFIX: prefix,
+    };
+    const [p1, p2] = [await freePort(), await freePort()];
+    const a = start('express-receiver', { ...env, PORT: String(p1) });
+    const b = start('fastify-receiver', { ...env, PORT: String(p2) });
+    await until(
+      () => a.output().includes('receiver on') && b.output().includes('receiver on'),
+      'both receivers',
+    );
+    const event = createTestEvent('payment.session.created', businessId);
+    const answers = await Promise.all(
+      [p1, p2].map((port) =>
+        fetch(`http://127.0.0.1:${port}/webhooks`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(event),
+        }).then((res) => res.json() as Promise<{ duplicate?: boolean }>),
+      ),
+    );
+    expect(answers.filter((x) => x.duplicate === true)).toHaveLength(1);
+    await until(() => (a.output() + b.output()).includes(`payment=${event.data.id}`), 'the handler');
+    await new Promise((r) => setTimeout(r, 200));
+    expect((a.output() + b.output()).split(`payment=${event.data.id}`)).toHaveLength(2);
   });
 });

@@ -1,4 +1,5 @@
 // What the receiver examples share: configuration from the environment, a console logger.
+import { createRedisStore } from '@payhook/redis';
 export function receiverOptions(env = process.env) {
   const businessId = env.BUSINESS_ID;
   if (!businessId) {
@@ -16,7 +17,11 @@ export function receiverOptions(env = process.env) {
     process.exit(2);
   }
   const ips = allowed.includes('*') ? { allowAnyIp: true } : { allowedIps: allowed };
-  return { businessIds: [businessId], ...ips, logger: consoleLogger };
+  // REDIS_URL (optional) shares idempotency between instances; without it, the memory store.
+  const store = env.REDIS_URL
+    ? createRedisStore({ redis: env.REDIS_URL, prefix: env.PAYHOOK_PREFIX ?? 'payhook' })
+    : undefined;
+  return { businessIds: [businessId], ...ips, logger: consoleLogger, ...(store ? { store } : {}) };
 }
 
 const write = (level) => (obj, msg) =>

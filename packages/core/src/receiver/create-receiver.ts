@@ -347,11 +347,11 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       release(job.key);
     }
     if (lastError === undefined) {
-      await storeCall(() => store.complete(job.key, instanceId), job.key);
+      await record(() => store.complete(job.key, instanceId), job.key);
       logger.debug({ key: job.key, event: job.payload.event }, 'payhook: event processed');
       return;
     }
-    await storeCall(() => store.fail(job.key, instanceId, describe(lastError)), job.key);
+    await record(() => store.fail(job.key, instanceId, describe(lastError)), job.key);
     const letter: DeadLetter = {
       key: job.key,
       event: job.payload as PayhookEvent,
@@ -368,16 +368,33 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     }
   }
 
-  async function storeCall(fn: () => Promise<boolean>, key: string): Promise<void> {
+  /**
+   * Records an event's outcome. If the store cannot answer, it tries again, renewing the lease
+   * meanwhile, for up to a lease's length: an outcome never recorded means another instance runs
+   * the handlers again once the lease lapses.
+   */
+  async function record(fn: () => Promise<boolean>, key: string): Promise<void> {
+    const lease = hold(key);
+    let failingSince: number | undefined;
     try {
-      if (!(await fn())) {
-        logger.warn(
-          { key },
-          'payhook: the lease on this event passed to another instance before it finished',
-        );
+      for (let retry = 1; ; retry++) {
+        try {
+          if (!(await fn())) {
+            logger.warn(
+              { key },
+              'payhook: the lease on this event passed to another instance before it finished',
+            );
+          }
+          return;
+        } catch (error) {
+          reportError(error, { key, phase: 'store' });
+          failingSince ??= Date.now();
+          if (lease.lost || Date.now() - failingSince >= leaseMs) return;
+          await sleep(Math.min(2000, 25 * 2 ** retry));
+        }
       }
-    } catch (error) {
-      reportError(error, { key, phase: 'store' });
+    } finally {
+      release(key);
     }
   }
 
