@@ -28,6 +28,7 @@ const pkg = (name: string, extra: Record<string, unknown> = {}) => ({
 
 export default defineConfig({
   test: {
+    reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
       pkg('core'),
       pkg('express'),
