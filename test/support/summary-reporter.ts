@@ -7,6 +7,8 @@ export default class SummaryReporter implements Reporter {
     for (const module of testModules) {
       for (const test of module.children.allTests()) counts[test.result().state] += 1;
     }
-    process.stdout.write(`\n${counts.passed} passed, ${counts.failed} failed, ${counts.skipped + counts.pending} skipped\n`);
+    process.stdout.write(
+      `\n${counts.passed} passed, ${counts.failed} failed, ${counts.skipped + counts.pending} skipped\n`,
+    );
   }
 }

@@ -1,5 +1,10 @@
 /**
- * Stable error codes of payhook. Match on `code`, never on `message`.
+ * Stable error codes of payhook and their HTTP statuses. Match on `code`, never on `message`.
+ *
+ * @example
+ * ```ts
+ * ERROR_STATUS.invalid_checksum; // 401
+ * ```
  *
  * The HTTP status beside each code is the one the receiver pipeline answers with
  * (see docs/decisions.md and the status table in the core README).

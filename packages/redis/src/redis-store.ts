@@ -30,7 +30,17 @@ export interface RedisStore extends IdempotencyStore {
   readonly commandCount: number;
 }
 
-/** The error of a command that did not answer in time. */
+/**
+ * The error of a store command that did not answer within `commandTimeoutMs`; the receiver
+ * reports it to `onError` (phase `store`) and answers 503 `store_unavailable`.
+ *
+ * @example
+ * ```ts
+ * receiver.onError((error) => {
+ *   if (error instanceof StoreTimeoutError) metrics.increment('redis.timeouts');
+ * });
+ * ```
+ */
 export class StoreTimeoutError extends Error {
   override readonly name = 'StoreTimeoutError';
   constructor(command: string, ms: number) {

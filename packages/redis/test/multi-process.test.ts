@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 // The example's own sender: delivers until 200, some events twice, some to two instances at once.
 import { stream } from '../../../examples/multi-instance/send.mjs';
-import { keyNames } from '../src/index.js';
+import { keyNames } from '../src/keys.js';
 import { type FaultProxy, startProxy } from './proxy.js';
 import { cleanup, connect, randomPrefix, TEST_REDIS_URL } from './redis.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keyNames, tagKeys, tagsKey } from '../src/index.js';
+import { keyNames, tagKeys, tagsKey } from '../src/keys.js';
 
 /** CRC16/XMODEM, the checksum Redis Cluster maps keys to slots with. */
 function crc16(data: Buffer): number {

@@ -130,7 +130,17 @@ export const CurrencySchema = Type.Union([Type.Literal('NGN'), Type.Literal('USD
   title: 'Currency',
 });
 
-/** A payment, as `GET /payments/{id}` returns it and as events carry it in `data`. */
+/**
+ * A payment, as `GET /payments/{id}` returns it and as events carry it in `data`. Like every schema
+ * here it is plain JSON Schema (TypeBox), usable as a Fastify route schema or in an OpenAPI document.
+ *
+ * @example
+ * ```ts
+ * import { Compile } from 'typebox/compile';
+ * const validate = Compile(PaymentSchema);
+ * if (!validate.Check(body)) console.log(validate.Errors(body));
+ * ```
+ */
 export const PaymentSchema = Type.Object(
   {
     id: Type.String({ description: 'Payment session id (UUID).' }),

@@ -1,6 +1,13 @@
 import type { Payment } from './schemas.js';
 
-/** The events payhook knows (payment-service-interface.md, "Events"). More may come. */
+/**
+ * The events payhook knows (payment-service-interface.md, "Events"). More may come.
+ *
+ * @example
+ * ```ts
+ * receiver.on(KNOWN_EVENTS, (event) => audit.record(event.event, event.data.id));
+ * ```
+ */
 export const KNOWN_EVENTS = [
   'payment.session.created',
   'payment.session.succeeded',

@@ -1,4 +1,12 @@
-/** True for `application/json` and `application/<anything>+json`, any parameters (charset) allowed. */
+/**
+ * True for `application/json` and `application/<anything>+json`, any parameters (charset) allowed.
+ *
+ * @example
+ * ```ts
+ * isJsonContentType('application/json; charset=utf-8'); // true
+ * isJsonContentType('text/plain'); // false
+ * ```
+ */
 export function isJsonContentType(contentType: string | undefined): boolean {
   if (!contentType) return false;
   const semi = contentType.indexOf(';');

@@ -8,5 +8,14 @@ export interface Logger {
 
 const noop = () => {};
 
-/** A logger that writes nothing: the default, so a library never prints unasked. */
+/**
+ * A logger that writes nothing: the default, so a library never prints unasked. Pass pino (or
+ * any logger with the same four methods) as `logger` to see what the receiver does.
+ *
+ * @example
+ * ```ts
+ * import pino from 'pino';
+ * const receiver = createReceiver({ businessIds, allowedIps, logger: pino() });
+ * ```
+ */
 export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop };

@@ -10,6 +10,7 @@ export interface RetryOptions {
   factor?: number;
 }
 
+/** The defaults of `retry`: 3 attempts, 200 ms doubling to at most 10 s. */
 export const DEFAULT_RETRY: Required<RetryOptions> = {
   attempts: 3,
   minDelayMs: 200,

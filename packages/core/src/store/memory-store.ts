@@ -10,6 +10,7 @@ export interface MemoryStoreOptions {
   maxEntries?: number;
 }
 
+/** How long stores keep finished events by default: 7 days. */
 export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
