@@ -72,6 +72,13 @@ export type { LexicalOptions } from './lexical-canonical-json.js';
 export { lexicalCanonicalJson } from './lexical-canonical-json.js';
 export { runAfterResponse } from './receiver/after-response.js';
 export { isJsonContentType } from './receiver/content-type.js';
+export { createReceiver } from './receiver/create-receiver.js';
+export type { Logger } from './receiver/logger.js';
+export { silentLogger } from './receiver/logger.js';
+export type { BodyStream } from './receiver/read-body.js';
+export { readRawBody } from './receiver/read-body.js';
+export type { RetryOptions } from './receiver/retry.js';
+export { DEFAULT_RETRY, retryDelay } from './receiver/retry.js';
 export type {
   DeadLetter,
   ErrorInfo,
@@ -83,14 +90,7 @@ export type {
   ReceiverResult,
   ReplayResult,
   UnrecognizedEvent,
-} from './receiver/create-receiver.js';
-export { createReceiver } from './receiver/create-receiver.js';
-export type { Logger } from './receiver/logger.js';
-export { silentLogger } from './receiver/logger.js';
-export type { BodyStream } from './receiver/read-body.js';
-export { readRawBody } from './receiver/read-body.js';
-export type { RetryOptions } from './receiver/retry.js';
-export { DEFAULT_RETRY, retryDelay } from './receiver/retry.js';
+} from './receiver/types.js';
 export type { MemoryStoreOptions } from './store/memory-store.js';
 export { createMemoryStore, DEFAULT_RETENTION_MS } from './store/memory-store.js';
 export type {

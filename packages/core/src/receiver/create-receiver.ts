@@ -1,159 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import PQueue from 'p-queue';
-import { type Canonicalization, type SignedPayload, verifyChecksum } from '../checksum.js';
+import { verifyChecksum } from '../checksum.js';
 import { isPayhookError, PayhookError } from '../errors.js';
-import { parseEvent } from '../events/parse-event.js';
-import type { EventOf, PayhookEvent, UnknownEvent } from '../events/types.js';
 import { createIpAllowList, type IpAllowList, resolveClientIp } from '../ip.js';
 import { DEFAULT_MAX_DEPTH } from '../lexical-canonical-json.js';
 import { createMemoryStore } from '../store/memory-store.js';
 import type { IdempotencyStore } from '../store/types.js';
 import { isJsonContentType } from './content-type.js';
-import { type Logger, silentLogger } from './logger.js';
+import { silentLogger } from './logger.js';
 import { tooLarge } from './read-body.js';
-import { type RetryOptions, resolveRetry, retryDelay } from './retry.js';
-
-/** Options of {@link createReceiver}; validated at creation (a TypeError names the bad value). */
-export interface ReceiverOptions {
-  /** The id of the business that receives, or several (key rotation, platforms). */
-  businessIds: string | readonly string[];
-  /** Addresses and CIDRs (v4 and v6) events may come from. Required unless `allowAnyIp` is true. */
-  allowedIps?: readonly string[];
-  /** Accept events from any address. The checksum key is not a strong secret: see the threat model. */
-  allowAnyIp?: boolean;
-  /**
-   * Proxies (addresses or CIDRs) whose X-Forwarded-For is trusted; the client address is the first
-   * one from the right that is not a trusted proxy. Without it, the framework's own client address.
-   */
-  trustedProxies?: readonly string[];
-  /** Default `auto` with a raw body; a parsed body (a body parser ran first) always uses `jcs`. */
-  canonicalization?: Canonicalization;
-  /** Largest body accepted, in bytes (default 1 MiB). */
-  maxBodyBytes?: number;
-  /** Deepest nesting accepted in a body (default 64). */
-  maxDepth?: number;
-  /** Idempotency store shared by every instance (default: `createMemoryStore()`). */
-  store?: IdempotencyStore;
-  /** Lease on an event being processed, renewed while its handler runs (default 30 s). */
-  leaseMs?: number;
-  /** How often this instance looks for events whose owner died (default 10 s; 0 turns it off). */
-  recoveryIntervalMs?: number;
-  /** Events processed at once (default 10). */
-  concurrency?: number;
-  /** Time allowed to one run of an event's handlers (default 30 s). */
-  handlerTimeoutMs?: number;
-  /** Local retries of a failing handler. */
-  retry?: RetryOptions;
-  /** A pino-compatible logger (default: silent). */
-  logger?: Logger;
-  /** Token of this instance in the store (default: a random UUID). */
-  instanceId?: string;
-}
-
-/** What an adapter hands to {@link Receiver.handle}. */
-export interface ReceiverRequest {
-  method: string;
-  contentType: string | undefined;
-  /** The socket's peer address. */
-  remoteAddress: string | undefined;
-  /**
-   * The framework's own resolution of the client address (`req.ip`, `ctx.ip`, `request.ip`, which
-   * follow its trust-proxy setting). Used unless the receiver has `trustedProxies`.
-   */
-  clientIp?: string | undefined;
-  /** X-Forwarded-For, used only with `trustedProxies`. */
-  forwardedFor?: string | readonly string[] | undefined;
-  /** The body as received (preferred: enables lexical canonicalization and duplicate-key checks). */
-  rawBody?: string | Uint8Array | undefined;
-  /** Reads the raw body, called only once the cheap checks passed; may reject with a 413 PayhookError. */
-  readBody?: ((maxBytes: number) => Promise<string | Uint8Array>) | undefined;
-  /** A body a framework parser already produced (then `jcs` applies and duplicate keys are invisible). */
-  parsedBody?: unknown;
-}
-
-/** What the adapter writes back, and the work it starts once the response is written. */
-export interface ReceiverResult {
-  status: number;
-  body: Record<string, unknown>;
-  headers: Record<string, string>;
-  /** Enqueues the accepted event; call it after the response is written (see `runAfterResponse`). */
-  afterResponse?: () => void;
-}
-
-/** Passed to every handler with the event. */
-export interface HandlerContext {
-  /** Idempotency key: business id + lower-cased checksum. Use it as your own dedupe key. */
-  key: string;
-  businessId: string;
-  /** Which local attempt this is (1 for the first). */
-  attempt: number;
-  /** Aborted when the handler timeout passes: stop work that no longer counts. */
-  signal: AbortSignal;
-}
-
-export type EventHandler<E> = (event: E, context: HandlerContext) => unknown;
-
-/** An authentic event that is unknown or fails validation. */
-export interface UnrecognizedEvent {
-  event: UnknownEvent;
-  reason: 'unknown_event' | 'invalid_data' | 'not_an_event';
-  issues: readonly { path: string; message: string }[];
-}
-
-/** An event whose handlers failed after every local retry. */
-export interface DeadLetter {
-  key: string;
-  event: PayhookEvent;
-  error: unknown;
-  attempts: number;
-}
-
-/** Where an error came from, for `onError`. */
-export interface ErrorInfo {
-  key?: string;
-  attempt?: number;
-  phase: 'handler' | 'store' | 'request' | 'recovery' | 'callback';
-}
-
-export type ReplayResult =
-  | { status: 'replayed' }
-  | { status: 'not_found' }
-  | { status: 'not_failed'; state: 'processing' | 'done' };
-
-/** A webhook receiver: verifies, acknowledges, and processes each event once. */
-export interface Receiver {
-  /** Handles events of one name (or several); names payhook does not know yet are typed as unknown. */
-  on<const Name extends string>(name: Name | readonly Name[], handler: EventHandler<EventOf<Name>>): Receiver;
-  /** Handles every authentic event, known or not. */
-  onAny(handler: EventHandler<PayhookEvent>): Receiver;
-  /** Handles authentic events that are unknown or fail validation. */
-  onUnrecognized(handler: EventHandler<UnrecognizedEvent>): Receiver;
-  /** Called with every error: handler failures (each attempt), store errors, refused requests. */
-  onError(handler: (error: unknown, info: ErrorInfo) => void): Receiver;
-  /** Called when an event's handlers failed after every local retry; the payload is kept for `replay`. */
-  onDeadLetter(handler: (letter: DeadLetter) => unknown): Receiver;
-  /** Runs the pipeline on one request. Adapters call it. */
-  handle(request: ReceiverRequest): Promise<ReceiverResult>;
-  /** Processes a dead-lettered event again. */
-  replay(key: string): Promise<ReplayResult>;
-  /** Claims and processes events whose owner died; returns how many. Runs at start and on a timer. */
-  recover(): Promise<number>;
-  /** Resolves when nothing is queued or running. */
-  idle(): Promise<void>;
-  /** Stops intake (503 `shutting_down`) and drains what was accepted. */
-  close(): Promise<void>;
-  readonly instanceId: string;
-  readonly maxBodyBytes: number;
-  readonly logger: Logger;
-}
+import { resolveRetry } from './retry.js';
+import type { ErrorInfo, EventHandler, Receiver, ReceiverOptions, ReceiverResult } from './types.js';
+import { createWorkQueue, type HandlerRegistry, type Job } from './work-queue.js';
 
 const DEFAULT_MAX_BODY = 1024 * 1024;
-
-interface Job {
-  key: string;
-  payload: SignedPayload;
-  businessId: string;
-}
 
 function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {
   if (value === undefined) return fallback;
@@ -220,12 +79,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const store = options.store ?? createMemoryStore();
   const instanceId = options.instanceId ?? randomUUID();
 
-  const handlers = new Map<string, EventHandler<never>[]>();
-  const anyHandlers: EventHandler<PayhookEvent>[] = [];
-  const unrecognizedHandlers: EventHandler<UnrecognizedEvent>[] = [];
+  const registry: HandlerRegistry = { byName: new Map(), any: [], unrecognized: [], deadLetter: [] };
   const errorHandlers: ((error: unknown, info: ErrorInfo) => void)[] = [];
-  const deadLetterHandlers: ((letter: DeadLetter) => unknown)[] = [];
-  const queue = new PQueue({ concurrency });
   let closing = false;
   let warnedParsed = false;
 
@@ -240,192 +95,24 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     }
   };
 
+  const work = createWorkQueue({
+    store,
+    instanceId,
+    leaseMs,
+    concurrency,
+    handlerTimeoutMs,
+    retry,
+    logger,
+    registry,
+    reportError,
+  });
+  const { enqueue, recover } = work;
+
   const refuse = (error: PayhookError, headers: Record<string, string> = {}): ReceiverResult => ({
     status: error.status,
     body: error.toJSON() as unknown as Record<string, unknown>,
     headers,
   });
-
-  async function runHandlers(job: Job, context: HandlerContext): Promise<void> {
-    const parsed = parseEvent(job.payload);
-    const calls: Promise<unknown>[] = [];
-    const call = (fn: () => unknown) => calls.push(Promise.resolve().then(fn));
-    const event = (parsed.kind === 'known' ? parsed.event : job.payload) as PayhookEvent;
-    for (const handler of handlers.get(job.payload.event) ?? [])
-      call(() => (handler as EventHandler<PayhookEvent>)(event, context));
-    for (const handler of anyHandlers) call(() => handler(event, context));
-    if (parsed.kind === 'unrecognized') {
-      const info: UnrecognizedEvent = {
-        event: job.payload as UnknownEvent,
-        reason: parsed.reason,
-        issues: parsed.issues,
-      };
-      for (const handler of unrecognizedHandlers) call(() => handler(info, context));
-    }
-    const results = await Promise.allSettled(calls);
-    const failures = results
-      .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
-      .map((r) => r.reason);
-    if (failures.length === 1) throw failures[0];
-    if (failures.length > 1)
-      throw new AggregateError(failures, `${failures.length} handlers failed for ${job.payload.event}`);
-  }
-
-  async function attempt(job: Job, n: number): Promise<void> {
-    const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const error = new PayhookError(
-          'handler_timeout',
-          `The handlers of ${job.payload.event} did not finish within ${handlerTimeoutMs} ms.`,
-        );
-        controller.abort(error);
-        reject(error);
-      }, handlerTimeoutMs);
-    });
-    try {
-      await Promise.race([
-        runHandlers(job, { key: job.key, businessId: job.businessId, attempt: n, signal: controller.signal }),
-        timeout,
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  // Keys this instance claimed and has not finished: claimed, queued or running.
-  const inFlight = new Set<string>();
-  // Leases of the events being processed, renewed together by one timer rather than one per event.
-  const held = new Map<string, { lost: boolean }>();
-  let renewalTimer: NodeJS.Timeout | undefined;
-  const renewAll = () => {
-    for (const [key, lease] of held) {
-      store.renew(key, instanceId, leaseMs).then(
-        (ok) => {
-          if (!ok) lease.lost = true;
-        },
-        (error) => reportError(error, { key, phase: 'store' }),
-      );
-    }
-  };
-  const hold = (key: string) => {
-    const lease = { lost: false };
-    held.set(key, lease);
-    if (renewalTimer === undefined) {
-      renewalTimer = setInterval(renewAll, Math.max(10, Math.floor(leaseMs / 3)));
-      renewalTimer.unref();
-    }
-    return lease;
-  };
-  const release = (key: string) => {
-    held.delete(key);
-    if (held.size === 0 && renewalTimer !== undefined) {
-      clearInterval(renewalTimer);
-      renewalTimer = undefined;
-    }
-  };
-
-  async function process(job: Job): Promise<void> {
-    const lease = hold(job.key);
-    let lastError: unknown;
-    let attempts = 0;
-    try {
-      for (let n = 1; n <= retry.attempts; n++) {
-        attempts = n;
-        try {
-          await attempt(job, n);
-          lastError = undefined;
-          break;
-        } catch (error) {
-          lastError = error;
-          reportError(error, { key: job.key, attempt: n, phase: 'handler' });
-          if (n < retry.attempts && !lease.lost) await sleep(retryDelay(n, retry));
-        }
-      }
-    } finally {
-      release(job.key);
-    }
-    if (lastError === undefined) {
-      await record(() => store.complete(job.key, instanceId), job.key);
-      logger.debug({ key: job.key, event: job.payload.event }, 'payhook: event processed');
-      return;
-    }
-    await record(() => store.fail(job.key, instanceId, describe(lastError)), job.key);
-    const letter: DeadLetter = {
-      key: job.key,
-      event: job.payload as PayhookEvent,
-      error: lastError,
-      attempts,
-    };
-    logger.warn({ key: job.key, event: job.payload.event, attempts }, 'payhook: event dead-lettered');
-    for (const handler of deadLetterHandlers) {
-      try {
-        await handler(letter);
-      } catch (error) {
-        reportError(error, { key: job.key, phase: 'callback' });
-      }
-    }
-  }
-
-  /**
-   * Records an event's outcome. If the store cannot answer, it tries again, renewing the lease
-   * meanwhile, for up to a lease's length: an outcome never recorded means another instance runs
-   * the handlers again once the lease lapses.
-   */
-  async function record(fn: () => Promise<boolean>, key: string): Promise<void> {
-    const lease = hold(key);
-    let failingSince: number | undefined;
-    try {
-      for (let retry = 1; ; retry++) {
-        try {
-          if (!(await fn())) {
-            logger.warn(
-              { key },
-              'payhook: the lease on this event passed to another instance before it finished',
-            );
-          }
-          return;
-        } catch (error) {
-          reportError(error, { key, phase: 'store' });
-          failingSince ??= Date.now();
-          if (lease.lost || Date.now() - failingSince >= leaseMs) return;
-          await sleep(Math.min(2000, 25 * 2 ** retry));
-        }
-      }
-    } finally {
-      release(key);
-    }
-  }
-
-  const enqueue = (job: Job) => {
-    inFlight.add(job.key);
-    queue
-      .add(() => process(job))
-      // Only once the store knows the outcome may a new delivery of this key be claimed here again.
-      .finally(() => inFlight.delete(job.key))
-      .catch((error) => reportError(error, { key: job.key, phase: 'handler' }));
-  };
-
-  async function recover(): Promise<number> {
-    let count = 0;
-    for (;;) {
-      const batch = await store.recover(instanceId, leaseMs, 100);
-      for (const recovered of batch) {
-        try {
-          enqueue({
-            key: recovered.key,
-            payload: JSON.parse(recovered.payload),
-            businessId: recovered.businessId,
-          });
-          count++;
-        } catch (error) {
-          reportError(error, { key: recovered.key, phase: 'recovery' });
-        }
-      }
-      if (batch.length < 100) return count;
-    }
-  }
 
   let recoveryTimer: NodeJS.Timeout | undefined;
   const runRecovery = () => {
@@ -449,18 +136,18 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     on(name, handler) {
       for (const n of typeof name === 'string' ? [name] : name) {
         if (typeof n !== 'string' || n.length === 0) throw new TypeError(`Invalid event name: ${String(n)}`);
-        const list = handlers.get(n) ?? [];
+        const list = registry.byName.get(n) ?? [];
         list.push(handler as EventHandler<never>);
-        handlers.set(n, list);
+        registry.byName.set(n, list);
       }
       return receiver;
     },
     onAny(handler) {
-      anyHandlers.push(handler);
+      registry.any.push(handler);
       return receiver;
     },
     onUnrecognized(handler) {
-      unrecognizedHandlers.push(handler);
+      registry.unrecognized.push(handler);
       return receiver;
     },
     onError(handler) {
@@ -468,7 +155,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       return receiver;
     },
     onDeadLetter(handler) {
-      deadLetterHandlers.push(handler);
+      registry.deadLetter.push(handler);
       return receiver;
     },
 
@@ -546,7 +233,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         return refuse(verified.error);
       }
       const key = `${verified.businessId}:${verified.payload.checksum.toLowerCase()}`;
-      if (inFlight.has(key)) {
+      if (work.has(key)) {
         // This instance holds it already: a duplicate, whatever the store would say of its own owner.
         return { status: 200, body: { received: true, duplicate: true }, headers: {} };
       }
@@ -582,7 +269,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         return { status: 200, body: { received: true, duplicate: true }, headers: {} };
       }
       const job: Job = { key, payload: verified.payload, businessId: verified.businessId };
-      inFlight.add(key);
+      work.claimed(key);
       return {
         status: 200,
         body: { received: true },
@@ -610,24 +297,15 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     recover,
 
     async idle() {
-      await queue.onIdle();
+      await work.idle();
     },
 
     async close() {
       closing = true;
       if (recoveryTimer) clearInterval(recoveryTimer);
-      await queue.onIdle();
+      await work.idle();
       if (!options.store) await store.close?.();
     },
   };
   return receiver;
-}
-
-function describe(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return String(error);
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -1,0 +1,139 @@
+import type { Canonicalization } from '../checksum.js';
+import type { EventOf, PayhookEvent, UnknownEvent } from '../events/types.js';
+import type { IdempotencyStore } from '../store/types.js';
+import type { Logger } from './logger.js';
+import type { RetryOptions } from './retry.js';
+
+/** Options of {@link createReceiver}; validated at creation (a TypeError names the bad value). */
+export interface ReceiverOptions {
+  /** The id of the business that receives, or several (key rotation, platforms). */
+  businessIds: string | readonly string[];
+  /** Addresses and CIDRs (v4 and v6) events may come from. Required unless `allowAnyIp` is true. */
+  allowedIps?: readonly string[];
+  /** Accept events from any address. The checksum key is not a strong secret: see the threat model. */
+  allowAnyIp?: boolean;
+  /**
+   * Proxies (addresses or CIDRs) whose X-Forwarded-For is trusted; the client address is the first
+   * one from the right that is not a trusted proxy. Without it, the framework's own client address.
+   */
+  trustedProxies?: readonly string[];
+  /** Default `auto` with a raw body; a parsed body (a body parser ran first) always uses `jcs`. */
+  canonicalization?: Canonicalization;
+  /** Largest body accepted, in bytes (default 1 MiB). */
+  maxBodyBytes?: number;
+  /** Deepest nesting accepted in a body (default 64). */
+  maxDepth?: number;
+  /** Idempotency store shared by every instance (default: `createMemoryStore()`). */
+  store?: IdempotencyStore;
+  /** Lease on an event being processed, renewed while its handler runs (default 30 s). */
+  leaseMs?: number;
+  /** How often this instance looks for events whose owner died (default 10 s; 0 turns it off). */
+  recoveryIntervalMs?: number;
+  /** Events processed at once (default 10). */
+  concurrency?: number;
+  /** Time allowed to one run of an event's handlers (default 30 s). */
+  handlerTimeoutMs?: number;
+  /** Local retries of a failing handler. */
+  retry?: RetryOptions;
+  /** A pino-compatible logger (default: silent). */
+  logger?: Logger;
+  /** Token of this instance in the store (default: a random UUID). */
+  instanceId?: string;
+}
+
+/** What an adapter hands to {@link Receiver.handle}. */
+export interface ReceiverRequest {
+  method: string;
+  contentType: string | undefined;
+  /** The socket's peer address. */
+  remoteAddress: string | undefined;
+  /**
+   * The framework's own resolution of the client address (`req.ip`, `ctx.ip`, `request.ip`, which
+   * follow its trust-proxy setting). Used unless the receiver has `trustedProxies`.
+   */
+  clientIp?: string | undefined;
+  /** X-Forwarded-For, used only with `trustedProxies`. */
+  forwardedFor?: string | readonly string[] | undefined;
+  /** The body as received (preferred: enables lexical canonicalization and duplicate-key checks). */
+  rawBody?: string | Uint8Array | undefined;
+  /** Reads the raw body, called only once the cheap checks passed; may reject with a 413 PayhookError. */
+  readBody?: ((maxBytes: number) => Promise<string | Uint8Array>) | undefined;
+  /** A body a framework parser already produced (then `jcs` applies and duplicate keys are invisible). */
+  parsedBody?: unknown;
+}
+
+/** What the adapter writes back, and the work it starts once the response is written. */
+export interface ReceiverResult {
+  status: number;
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+  /** Enqueues the accepted event; call it after the response is written (see `runAfterResponse`). */
+  afterResponse?: () => void;
+}
+
+/** Passed to every handler with the event. */
+export interface HandlerContext {
+  /** Idempotency key: business id + lower-cased checksum. Use it as your own dedupe key. */
+  key: string;
+  businessId: string;
+  /** Which local attempt this is (1 for the first). */
+  attempt: number;
+  /** Aborted when the handler timeout passes: stop work that no longer counts. */
+  signal: AbortSignal;
+}
+
+export type EventHandler<E> = (event: E, context: HandlerContext) => unknown;
+
+/** An authentic event that is unknown or fails validation. */
+export interface UnrecognizedEvent {
+  event: UnknownEvent;
+  reason: 'unknown_event' | 'invalid_data' | 'not_an_event';
+  issues: readonly { path: string; message: string }[];
+}
+
+/** An event whose handlers failed after every local retry. */
+export interface DeadLetter {
+  key: string;
+  event: PayhookEvent;
+  error: unknown;
+  attempts: number;
+}
+
+/** Where an error came from, for `onError`. */
+export interface ErrorInfo {
+  key?: string;
+  attempt?: number;
+  phase: 'handler' | 'store' | 'request' | 'recovery' | 'callback';
+}
+
+export type ReplayResult =
+  | { status: 'replayed' }
+  | { status: 'not_found' }
+  | { status: 'not_failed'; state: 'processing' | 'done' };
+
+/** A webhook receiver: verifies, acknowledges, and processes each event once. */
+export interface Receiver {
+  /** Handles events of one name (or several); names payhook does not know yet are typed as unknown. */
+  on<const Name extends string>(name: Name | readonly Name[], handler: EventHandler<EventOf<Name>>): Receiver;
+  /** Handles every authentic event, known or not. */
+  onAny(handler: EventHandler<PayhookEvent>): Receiver;
+  /** Handles authentic events that are unknown or fail validation. */
+  onUnrecognized(handler: EventHandler<UnrecognizedEvent>): Receiver;
+  /** Called with every error: handler failures (each attempt), store errors, refused requests. */
+  onError(handler: (error: unknown, info: ErrorInfo) => void): Receiver;
+  /** Called when an event's handlers failed after every local retry; the payload is kept for `replay`. */
+  onDeadLetter(handler: (letter: DeadLetter) => unknown): Receiver;
+  /** Runs the pipeline on one request. Adapters call it. */
+  handle(request: ReceiverRequest): Promise<ReceiverResult>;
+  /** Processes a dead-lettered event again. */
+  replay(key: string): Promise<ReplayResult>;
+  /** Claims and processes events whose owner died; returns how many. Runs at start and on a timer. */
+  recover(): Promise<number>;
+  /** Resolves when nothing is queued or running. */
+  idle(): Promise<void>;
+  /** Stops intake (503 `shutting_down`) and drains what was accepted. */
+  close(): Promise<void>;
+  readonly instanceId: string;
+  readonly maxBodyBytes: number;
+  readonly logger: Logger;
+}
