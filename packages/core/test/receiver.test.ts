@@ -8,7 +8,7 @@ import {
   type ReceiverRequest,
   retryDelay,
 } from '../src/index.js';
-import { createTestEvent } from '../src/testing/index.js';
+import { createTestEvent, signEvent } from '../src/testing/index.js';
 
 const BIZ = 'b2c1d0e9-1f2a-4b3c-8d4e-5f6a7b8c9d0e';
 const request = (body: unknown, extra: Partial<ReceiverRequest> = {}): ReceiverRequest => ({
@@ -104,6 +104,26 @@ describe('receiver.handle', () => {
     expect(upper.body).toEqual({ received: true, duplicate: true });
     await receiver.idle();
     expect(keys).toEqual([`${BIZ}:${event.checksum}`]);
+  });
+
+  it('hands an authentic known event with invalid data to onUnrecognized only', async () => {
+    const receiver = createReceiver({ businessIds: [BIZ], allowAnyIp: true, recoveryIntervalMs: 0 });
+    const calls: string[] = [];
+    receiver.on('payment.session.created', () => {
+      calls.push('typed');
+    });
+    receiver.onAny(() => {
+      calls.push('any');
+    });
+    receiver.onUnrecognized(({ reason, issues }) => {
+      calls.push(`${reason}:${issues.map((i) => i.path).join(',')}`);
+    });
+    const payment = { ...createTestEvent('payment.session.created', BIZ).data, amount: 'lots' };
+    const result = await receiver.handle(request(signEvent('payment.session.created', payment, BIZ)));
+    expect(result.status).toBe(200);
+    result.afterResponse?.();
+    await receiver.idle();
+    expect(calls).toEqual(['invalid_data:/data/amount']);
   });
 
   it('recovers an event whose owner died, and processes it', async () => {

@@ -51,9 +51,14 @@ export function createWorkQueue(options: WorkQueueOptions) {
     const calls: Promise<unknown>[] = [];
     const call = (fn: () => unknown) => calls.push(Promise.resolve().then(fn));
     const event = (parsed.kind === 'known' ? parsed.event : job.payload) as PayhookEvent;
-    for (const handler of registry.byName.get(job.payload.event) ?? [])
-      call(() => (handler as EventHandler<PayhookEvent>)(event, context));
-    for (const handler of registry.any) call(() => handler(event, context));
+    // A known name whose data did not validate goes to onUnrecognized only: the typed handlers
+    // (and onAny, whose known events narrow by name) never see data that contradicts its type.
+    const typed = !(parsed.kind === 'unrecognized' && parsed.reason === 'invalid_data');
+    if (typed) {
+      for (const handler of registry.byName.get(job.payload.event) ?? [])
+        call(() => (handler as EventHandler<PayhookEvent>)(event, context));
+      for (const handler of registry.any) call(() => handler(event, context));
+    }
     if (parsed.kind === 'unrecognized') {
       const info: UnrecognizedEvent = {
         event: job.payload as UnknownEvent,
