@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   createReceiver,
   type DeadLetter,
@@ -33,6 +34,25 @@ export interface AdapterHarness {
     receiver: Receiver,
     options: { bodyParser: boolean; host: string; parserLimitBytes: number },
   ): Promise<RunningApp>;
+}
+
+/** Waits for a Node server (from `app.listen(0, host)`) to listen, and wraps it as a {@link RunningApp}. */
+export async function runningApp(server: Server, host: string): Promise<RunningApp> {
+  if (!server.listening) {
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', resolve);
+      server.once('error', reject);
+    });
+  }
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
 
 export const BUSINESS_ID = '0b7f3c1e-2a44-4d8e-9a61-5c2f1e7d9b30';

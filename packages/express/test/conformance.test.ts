@@ -1,10 +1,10 @@
-import type { AddressInfo } from 'node:net';
 import type { Receiver } from '@payhook/core';
 import express5 from 'express';
 import express4 from 'express4';
 import {
   type AdapterHarness,
   describeAdapterConformance,
+  runningApp,
 } from '../../../test/conformance/adapter-conformance.js';
 import { payhook } from '../src/index.js';
 
@@ -30,20 +30,7 @@ function harness(express: ExpressFactory): AdapterHarness {
           res.status(err.status ?? 500).json({ error: { code: err.type ?? 'internal' } });
         },
       );
-      const server = app.listen(0, host);
-      await new Promise<void>((resolve, reject) => {
-        server.once('listening', resolve);
-        server.once('error', reject);
-      });
-      const { port } = server.address() as AddressInfo;
-      return {
-        url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-        close: () =>
-          new Promise<void>((resolve) => {
-            server.closeAllConnections();
-            server.close(() => resolve());
-          }),
-      };
+      return runningApp(app.listen(0, host), host);
     },
   };
 }

@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net';
 import bodyParser from '@koa/bodyparser';
 import type { Receiver } from '@payhook/core';
 import Koa3 from 'koa';
@@ -6,6 +5,7 @@ import Koa2 from 'koa2';
 import {
   type AdapterHarness,
   describeAdapterConformance,
+  runningApp,
 } from '../../../test/conformance/adapter-conformance.js';
 import { payhook } from '../src/index.js';
 
@@ -21,20 +21,7 @@ function harness(Koa: typeof Koa3): AdapterHarness {
       app.use((ctx) => {
         ctx.body = 'other route';
       });
-      const server = app.listen(0, host);
-      await new Promise<void>((resolve, reject) => {
-        server.once('listening', resolve);
-        server.once('error', reject);
-      });
-      const { port } = server.address() as AddressInfo;
-      return {
-        url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-        close: () =>
-          new Promise<void>((resolve) => {
-            server.closeAllConnections();
-            server.close(() => resolve());
-          }),
-      };
+      return runningApp(app.listen(0, host), host);
     },
   };
 }
