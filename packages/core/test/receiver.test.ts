@@ -177,3 +177,28 @@ describe('retryDelay', () => {
     expect(retryDelay(2, options, () => 0.5)).toBe(150);
   });
 });
+
+describe('handler context', () => {
+  it('aborts the signal a handler holds when its timeout passes', async () => {
+    const receiver = createReceiver({
+      businessIds: [BIZ],
+      allowAnyIp: true,
+      recoveryIntervalMs: 0,
+      handlerTimeoutMs: 20,
+      retry: { attempts: 1 },
+    });
+    let reason: unknown;
+    receiver.on('payment.session.created', (_event, { signal }) => {
+      return new Promise<void>((resolve) => {
+        signal.addEventListener('abort', () => {
+          reason = signal.reason;
+          resolve();
+        });
+      });
+    });
+    const result = await receiver.handle(request(createTestEvent('payment.session.created', BIZ)));
+    result.afterResponse?.();
+    await receiver.idle();
+    expect((reason as { code?: string }).code).toBe('handler_timeout');
+  });
+});

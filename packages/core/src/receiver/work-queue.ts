@@ -77,7 +77,18 @@ export function createWorkQueue(options: WorkQueueOptions) {
   }
 
   async function attempt(job: Job, n: number): Promise<void> {
-    const controller = new AbortController();
+    // The abort signal is made only if a handler reads it: most never do, and one per attempt
+    // showed in profiles.
+    let controller: AbortController | undefined;
+    const context: HandlerContext = {
+      key: job.key,
+      businessId: job.businessId,
+      attempt: n,
+      get signal() {
+        controller ??= new AbortController();
+        return controller.signal;
+      },
+    };
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -85,15 +96,12 @@ export function createWorkQueue(options: WorkQueueOptions) {
           'handler_timeout',
           `The handlers of ${job.payload.event} did not finish within ${handlerTimeoutMs} ms.`,
         );
-        controller.abort(error);
+        controller?.abort(error);
         reject(error);
       }, handlerTimeoutMs);
     });
     try {
-      await Promise.race([
-        runHandlers(job, { key: job.key, businessId: job.businessId, attempt: n, signal: controller.signal }),
-        timeout,
-      ]);
+      await Promise.race([runHandlers(job, context), timeout]);
     } finally {
       clearTimeout(timer);
     }
