@@ -148,6 +148,16 @@ describe('receiver.handle', () => {
     expect(await store.get(key)).toMatchObject({ state: 'done' });
   });
 
+  it("takes the store's lease when it sets none itself", async () => {
+    const store = createMemoryStore({ leaseMs: 5 });
+    const receiver = createReceiver({ businessIds: [BIZ], allowAnyIp: true, store, recoveryIntervalMs: 0 });
+    receiver.on('payment.session.created', () => new Promise((resolve) => setTimeout(resolve, 1)));
+    const event = createTestEvent('payment.session.created', BIZ);
+    await receiver.handle(request(event));
+    const record = await store.get(`${BIZ}:${event.checksum}`);
+    expect((record?.leaseUntil ?? 0) - (record?.updatedAt ?? 0)).toBe(5);
+  });
+
   it('renews the lease while a slow handler runs, so no other instance takes the event', async () => {
     const store = createMemoryStore();
     const receiver = createReceiver({

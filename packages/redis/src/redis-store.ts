@@ -16,6 +16,11 @@ export interface RedisStoreOptions {
   prefix?: string;
   /** How long finished and failed events are kept, in ms (default 7 days): duplicates and replays within it are refused. */
   retentionMs?: number;
+  /**
+   * Lease on an event being processed, for receivers that set none (default 30 s): an event whose
+   * owner died is recovered by another instance this long after its last renewal.
+   */
+  leaseMs?: number;
   /** Time allowed to each command, in ms (default 1000); past it the store is unavailable and the receiver answers 503. */
   commandTimeoutMs?: number;
   /** Extra options for the client the store creates from a URL. */
@@ -83,6 +88,9 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   if (!Number.isInteger(retentionMs) || retentionMs <= 0) {
     throw new TypeError(`Invalid retentionMs: ${retentionMs} (expected a positive integer of milliseconds).`);
   }
+  if (options.leaseMs !== undefined && (!Number.isFinite(options.leaseMs) || options.leaseMs <= 0)) {
+    throw new TypeError(`Invalid leaseMs: ${options.leaseMs} (expected a positive number of milliseconds).`);
+  }
   const timeoutMs = options.commandTimeoutMs ?? 1000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
     throw new TypeError(
@@ -135,6 +143,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
   return {
     redis,
+    leaseMs: options.leaseMs,
     get commandCount() {
       return commandCount;
     },

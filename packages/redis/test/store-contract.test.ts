@@ -25,6 +25,7 @@ describe('createRedisStore', () => {
     expect(() => createRedisStore({ redis, prefix: 'a{b}' })).toThrow(/prefix/);
     expect(() => createRedisStore({ redis, retentionMs: 0 })).toThrow(/retentionMs/);
     expect(() => createRedisStore({ redis, commandTimeoutMs: -1 })).toThrow(/commandTimeoutMs/);
+    expect(() => createRedisStore({ redis, leaseMs: 0 })).toThrow(/leaseMs/);
     expect(() => createRedisStore({ redis: {} as never })).toThrow(/ioredis client/);
   });
 

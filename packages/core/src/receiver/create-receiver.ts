@@ -70,13 +70,13 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   }
   const maxBodyBytes = positive('maxBodyBytes', options.maxBodyBytes, DEFAULT_MAX_BODY);
   const maxDepth = positive('maxDepth', options.maxDepth, DEFAULT_MAX_DEPTH);
-  const leaseMs = positive('leaseMs', options.leaseMs, 30_000);
+  const store = options.store ?? createMemoryStore();
+  const leaseMs = positive('leaseMs', options.leaseMs ?? store.leaseMs, 30_000);
   const recoveryIntervalMs = positive('recoveryIntervalMs', options.recoveryIntervalMs, 10_000, true);
   const concurrency = positive('concurrency', options.concurrency, 10);
   const handlerTimeoutMs = positive('handlerTimeoutMs', options.handlerTimeoutMs, 30_000);
   const retry = resolveRetry(options.retry);
   const logger = options.logger ?? silentLogger;
-  const store = options.store ?? createMemoryStore();
   const instanceId = options.instanceId ?? randomUUID();
 
   const registry: HandlerRegistry = { byName: new Map(), any: [], unrecognized: [], deadLetter: [] };

@@ -25,7 +25,7 @@ export interface ReceiverOptions {
   maxDepth?: number;
   /** Idempotency store shared by every instance (default: `createMemoryStore()`). */
   store?: IdempotencyStore;
-  /** Lease on an event being processed, renewed while its handler runs (default 30 s). */
+  /** Lease on an event being processed, renewed while its handler runs (default: the store's, or 30 s). */
   leaseMs?: number;
   /** How often this instance looks for events whose owner died (default 10 s; 0 turns it off). */
   recoveryIntervalMs?: number;

@@ -8,6 +8,8 @@ export interface MemoryStoreOptions {
   now?: () => number;
   /** Most records kept; the oldest finished ones are evicted past it (default 1,000,000). */
   maxEntries?: number;
+  /** Lease on an event being processed, for receivers that set none (default 30 s). */
+  leaseMs?: number;
 }
 
 /** How long stores keep finished events by default: 7 days. */
@@ -65,6 +67,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
   };
 
   return {
+    leaseMs: options.leaseMs,
+
     async claim(key: string, request: ClaimRequest): Promise<ClaimResult> {
       const t = now();
       const record = live(key);

@@ -28,6 +28,11 @@ export interface IdempotencyStore {
   recover(owner: string, leaseMs: number, limit: number): Promise<RecoveredEvent[]>;
   /** Reads a key's record (for replay and diagnostics). */
   get(key: string): Promise<StoredEvent | undefined>;
+  /**
+   * The lease a receiver uses with this store when it sets none itself (`leaseMs` of
+   * `createReceiver` wins); 30 s when neither says.
+   */
+  readonly leaseMs?: number;
   /** Releases what the store opened itself (never a client the caller passed in). */
   close?(): Promise<void>;
 }
