@@ -19,6 +19,7 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   handler_failed: 500,
   handler_timeout: 500,
+  internal_error: 500,
   store_unavailable: 503,
   shutting_down: 503,
 } as const;

@@ -10,6 +10,8 @@ type ExpressRequest = IncomingMessage & {
   rawBody?: unknown;
   /** Set by body-parser once it has consumed the stream. */
   _body?: boolean;
+  /** Set by Express inside a route handler. */
+  route?: unknown;
 };
 
 interface ExpressResponse extends ServerResponse {
@@ -55,7 +57,8 @@ export function payhook(receiver: Receiver): PayhookMiddleware {
     const req = incoming as ExpressRequest;
     const res = outgoing as ExpressResponse;
     // Mounted with app.use(path): only the path itself is the webhook, not what lies below it.
-    if (req.path !== '/' && req.path !== '') {
+    // In a route (app.post(path, ...), router.all(...)) the route has matched already.
+    if (req.route === undefined && req.path !== '/' && req.path !== '') {
       next();
       return;
     }

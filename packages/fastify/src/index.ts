@@ -40,17 +40,24 @@ const plugin: FastifyPluginAsync<PayhookFastifyOptions> = async (fastify, option
       { parseAs: 'buffer', bodyLimit: receiver.maxBodyBytes },
       (_req, body, done) => done(null, body),
     );
-    scope.setErrorHandler((error: { statusCode?: number; code?: string }, _request, reply) => {
-      // Fastify's own refusals on this route (body too large, for instance) speak payhook's error shape.
+    scope.setErrorHandler((error: { statusCode?: number; code?: string }, request, reply) => {
+      // Fastify's own refusals on this route (body too large, for instance) speak payhook's error
+      // shape; anything else is a fault of this server, not of the request.
+      const status = error.statusCode ?? 500;
       const payhookError =
-        error.statusCode === 413
+        status === 413
           ? new PayhookError('payload_too_large', `The body is larger than ${receiver.maxBodyBytes} bytes.`, {
               cause: error,
             })
-          : new PayhookError('malformed_payload', 'The request body could not be read.', {
-              cause: error,
-              status: error.statusCode && error.statusCode < 500 ? error.statusCode : 400,
-            });
+          : status >= 400 && status < 500
+            ? new PayhookError('malformed_payload', 'The request body could not be read.', {
+                cause: error,
+                status,
+              })
+            : new PayhookError('internal_error', 'The webhook could not be handled; send it again.', {
+                cause: error,
+              });
+      if (payhookError.status >= 500) request.log.error({ err: error }, 'payhook: webhook route failed');
       reply.code(payhookError.status).send(payhookError.toJSON());
     });
     const handler = async (request: FastifyRequest, reply: FastifyReply) => {

@@ -36,7 +36,7 @@ function positive(name: string, value: number | undefined, fallback: number, all
  * receiver.on('payment.session.succeeded', async (event) => {
  *   await markOrderPaid(event.data.metadata.order.identifier, event.data.amount);
  * });
- * app.post('/webhooks', payhook(receiver)); // @payhook/express
+ * app.use('/webhooks', payhook(receiver)); // @payhook/express
  * ```
  */
 export function createReceiver(options: ReceiverOptions): Receiver {
