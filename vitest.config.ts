@@ -13,6 +13,7 @@ const alias = [
   { find: /^@payhook\/koa$/, replacement: src('koa') },
   { find: /^@payhook\/fastify$/, replacement: src('fastify') },
   { find: /^@payhook\/redis$/, replacement: src('redis') },
+  { find: /^@payhook\/sender$/, replacement: src('sender') },
 ];
 
 const pkg = (name: string, extra: Record<string, unknown> = {}) => ({
@@ -36,6 +37,7 @@ export default defineConfig({
       pkg('fastify'),
       // Real processes, a fault proxy and timing against the shared Redis: one file at a time.
       pkg('redis', { fileParallelism: false }),
+      pkg('sender'),
       // Cross-package tests: examples and, later, sender -> receivers end to end.
       {
         resolve: { alias },
