@@ -1,0 +1,122 @@
+import { mkdir } from 'node:fs/promises';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { lockDataDir } from './lock.js';
+import { migrationProvider } from './migrations.js';
+import { pgliteDialect } from './pglite-pool.js';
+import type { Schema } from './schema.js';
+
+/** Where the sender keeps its data. */
+export type DatabaseOptions =
+  /** Embedded PGlite in a data directory (the default: nothing to install). */
+  | { dataDir: string }
+  /** A PostgreSQL server; `schema` (created if missing) keeps this sender's tables apart. */
+  | { url: string; schema?: string };
+
+/** An open, migrated database. */
+export interface Database {
+  db: Kysely<Schema>;
+  kind: 'pglite' | 'postgres';
+  /** Closes connections and releases the data directory's lock. */
+  close(): Promise<void>;
+}
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * Opens the sender's database and applies pending migrations: PGlite in `dataDir` (locked by
+ * this process; a lock left by a killed process is taken over), or PostgreSQL at `url`.
+ *
+ * @example
+ * ```ts
+ * const { db, close } = await openDatabase(process.env.DATABASE_URL
+ *   ? { url: process.env.DATABASE_URL }
+ *   : { dataDir: process.env.PAYHOOK_DATA_DIR ?? './.payhook' });
+ * ```
+ */
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  let db: Kysely<Schema>;
+  let kind: Database['kind'];
+  let release = async () => {};
+  if ('dataDir' in options) {
+    await mkdir(options.dataDir, { recursive: true });
+    release = await lockDataDir(options.dataDir);
+    try {
+      const pglite = new PGlite(options.dataDir);
+      await pglite.waitReady;
+      db = new Kysely<Schema>({ dialect: pgliteDialect(pglite) });
+    } catch (error) {
+      await release();
+      throw error;
+    }
+    kind = 'pglite';
+  } else {
+    const schema = options.schema;
+    if (schema !== undefined && !IDENTIFIER.test(schema)) {
+      throw new TypeError(
+        `Invalid schema name: ${JSON.stringify(schema)} (lower-case letters, digits and _).`,
+      );
+    }
+    const pool = new pg.Pool({
+      connectionString: options.url,
+      ...(schema !== undefined ? { options: `-c search_path=${schema}` } : {}),
+    });
+    // An idle connection the server dropped is replaced on the next query; without a listener
+    // its error event would end the process.
+    pool.on('error', () => {});
+    db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+    kind = 'postgres';
+  }
+  try {
+    await withMigrationLock(options, async () => {
+      const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
+      if (error) {
+        const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+        throw new Error(`Migration ${failed ?? '(unknown)'} failed: ${(error as Error).message}`, {
+          cause: error,
+        });
+      }
+    });
+  } catch (error) {
+    await db.destroy();
+    await release();
+    throw error;
+  }
+  return {
+    db,
+    kind,
+    async close() {
+      await db.destroy();
+      await release();
+    },
+  };
+}
+
+/**
+ * Runs `fn` holding a PostgreSQL advisory lock for this schema, on a session of its own, after
+ * creating the schema if needed: sender instances starting together on a fresh database would
+ * otherwise race to create it and the migration tables. PGlite has one process by construction
+ * (its directory lock). The schema name was checked to be a plain identifier.
+ */
+async function withMigrationLock(options: DatabaseOptions, fn: () => Promise<void>): Promise<void> {
+  if ('dataDir' in options) return fn();
+  const client = new pg.Client({ connectionString: options.url });
+  await client.connect();
+  const key = `payhook-migrations:${options.schema ?? 'public'}`;
+  try {
+    await client.query('select pg_advisory_lock(hashtext($1))', [key]);
+    // The schema is made under the lock too: two sessions creating it at once collide.
+    if (options.schema !== undefined) await client.query(`create schema if not exists ${options.schema}`);
+    await fn();
+  } finally {
+    await client.query('select pg_advisory_unlock(hashtext($1))', [key]).catch(() => {});
+    await client.end();
+  }
+}
+
+/** The migrations applied to a database, oldest first (for diagnostics and tests). */
+export async function appliedMigrations(db: Kysely<Schema>): Promise<string[]> {
+  const rows = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(db);
+  return rows.rows.map((r) => r.name);
+}

@@ -1,0 +1,31 @@
+import type { ColumnType, Generated } from 'kysely';
+
+/** Test or live: every key and every resource belongs to one business in one mode. */
+export type Mode = 'test' | 'live';
+
+/** API keys stored by `payhook keys create` (hashed; the key itself is shown once). */
+export interface ApiKeysTable {
+  id: Generated<string>;
+  business_id: string;
+  mode: Mode;
+  /** SHA-256 of the key, hex. */
+  key_hash: string;
+  /** The first characters of the key, to tell keys apart in a listing. */
+  key_prefix: string;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
+/** Settings of one business in one mode (`PATCH /accounts/settings`). */
+export interface AccountSettingsTable {
+  business_id: string;
+  mode: Mode;
+  require_mfa: boolean;
+  webhook_urls: ColumnType<string[], string, string>;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+/** The typed schema of the sender's database; migrations in `migrations.ts` create it. */
+export interface Schema {
+  api_keys: ApiKeysTable;
+  account_settings: AccountSettingsTable;
+}

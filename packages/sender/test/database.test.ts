@@ -1,0 +1,138 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { appliedMigrations, DataDirLockedError, openDatabase } from '../src/index.js';
+
+// Tests choose their storage explicitly: TEST_DATABASE_URL, never the service's DATABASE_URL.
+const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
+const dirs: string[] = [];
+const schemas: string[] = [];
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-'));
+  dirs.push(dir);
+  return join(dir, 'data');
+}
+
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  if (schemas.length > 0) {
+    const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await client.connect();
+    for (const schema of schemas) await client.query(`drop schema if exists ${schema} cascade`);
+    await client.end();
+  }
+});
+
+async function reachPostgres(): Promise<void> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.end();
+  } catch (error) {
+    throw new Error(
+      `Cannot reach the test PostgreSQL at ${TEST_DATABASE_URL} (${(error as Error).message}). Start it, or set TEST_DATABASE_URL.`,
+    );
+  }
+}
+
+describe('openDatabase', { timeout: 60_000 }, () => {
+  it('migrates a fresh PGlite directory, and reopens it without migrating twice', async () => {
+    const dataDir = await tempDir();
+    const first = await openDatabase({ dataDir });
+    expect(first.kind).toBe('pglite');
+    expect(await appliedMigrations(first.db)).toEqual(['0001_keys_and_settings']);
+    await first.db
+      .insertInto('api_keys')
+      .values({ business_id: 'b1', mode: 'test', key_hash: 'h1', key_prefix: 'pk_t' })
+      .execute();
+    await first.close();
+    const again = await openDatabase({ dataDir });
+    expect(await appliedMigrations(again.db)).toEqual(['0001_keys_and_settings']);
+    expect(await again.db.selectFrom('api_keys').select('business_id').execute()).toEqual([
+      { business_id: 'b1' },
+    ]);
+    await again.close();
+  });
+
+  it('runs transactions one at a time on PGlite, and rolls back a failed one', async () => {
+    const { db, close } = await openDatabase({ dataDir: await tempDir() });
+    const insert = (hash: string) =>
+      db.transaction().execute(async (tx) => {
+        await tx
+          .insertInto('api_keys')
+          .values({ business_id: 'b', mode: 'test', key_hash: hash, key_prefix: 'p' })
+          .execute();
+        await tx
+          .insertInto('api_keys')
+          .values({ business_id: 'b', mode: 'test', key_hash: `${hash}-2`, key_prefix: 'p' })
+          .execute();
+      });
+    await Promise.all(['a', 'b', 'c'].map(insert));
+    // The second insert violates the unique key_hash: the whole transaction is undone.
+    await expect(insert('a')).rejects.toThrow();
+    const rows = await db.selectFrom('api_keys').select('key_hash').orderBy('key_hash').execute();
+    expect(rows.map((r) => r.key_hash)).toEqual(['a', 'a-2', 'b', 'b-2', 'c', 'c-2']);
+    await close();
+  });
+
+  it('refuses a second process on a locked PGlite directory, and opens after the holder is killed with -9', async () => {
+    const dataDir = await tempDir();
+    const child = spawn(process.execPath, [holder, dataDir], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const [line] = (await once(
+      createInterface({ input: child.stdout as NodeJS.ReadableStream }),
+      'line',
+    )) as [string];
+    expect(line).toBe('ready');
+
+    const refused = await openDatabase({ dataDir }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(DataDirLockedError);
+    expect((refused as Error).message).toContain(String(child.pid));
+
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+    const reopened = await openDatabase({ dataDir });
+    const rows = await reopened.db.selectFrom('api_keys').select('business_id').execute();
+    expect(rows).toEqual([{ business_id: 'held' }]);
+    await reopened.close();
+  });
+
+  it('migrates a fresh schema on the PostgreSQL server', async () => {
+    await reachPostgres();
+    const schema = `payhook_test_${process.pid}_${Date.now()}`;
+    schemas.push(schema);
+    const [a, b] = await Promise.all([
+      openDatabase({ url: TEST_DATABASE_URL, schema }),
+      openDatabase({ url: TEST_DATABASE_URL, schema }),
+    ]);
+    // Two instances starting at once apply the migration once.
+    expect(await appliedMigrations(a.db)).toEqual(['0001_keys_and_settings']);
+    expect(a.kind).toBe('postgres');
+    await a.db
+      .insertInto('account_settings')
+      .values({
+        business_id: 'b',
+        mode: 'live',
+        require_mfa: true,
+        webhook_urls: JSON.stringify(['https://m.example/']),
+      })
+      .execute();
+    expect(
+      await b.db.selectFrom('account_settings').select(['webhook_urls', 'require_mfa']).execute(),
+    ).toEqual([{ webhook_urls: ['https://m.example/'], require_mfa: true }]);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('refuses a schema name that is not a plain identifier', async () => {
+    await expect(openDatabase({ url: TEST_DATABASE_URL, schema: 'x; drop table y' })).rejects.toThrow(
+      TypeError,
+    );
+  });
+});
