@@ -1,7 +1,14 @@
+export type { Principal } from './auth/api-keys.js';
+export { authenticate, createApiKey, hashKey } from './auth/api-keys.js';
+export type { ConfiguredKey, SenderConfig } from './config.js';
+export { ConfigError, loadConfig } from './config.js';
 export type { Database, DatabaseOptions } from './db/database.js';
 export { appliedMigrations, openDatabase } from './db/database.js';
 export { DataDirLockedError } from './db/lock.js';
 export type { AccountSettingsTable, ApiKeysTable, Mode, Schema } from './db/schema.js';
+export type { AppOptions } from './http/app.js';
+export { buildApp } from './http/app.js';
+export { ApiError } from './http/errors.js';
 export type { AddressClass } from './net/public-address.js';
 export { classifyAddress, isPublicAddress } from './net/public-address.js';
 export type { CheckWebhookUrlOptions, Resolver, WebhookUrlCheck } from './net/webhook-url.js';

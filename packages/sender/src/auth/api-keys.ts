@@ -1,0 +1,60 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { ConfiguredKey } from '../config.js';
+import type { Mode, Schema } from '../db/schema.js';
+
+/** Who a request acts for: one business in one mode. */
+export interface Principal {
+  businessId: string;
+  mode: Mode;
+}
+
+/** SHA-256 of a key, hex: what the database stores. */
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+/**
+ * Creates an API key for a business and mode, stores its hash, and returns the key: the only
+ * time it is shown.
+ *
+ * @example
+ * ```ts
+ * const key = await createApiKey(db, { businessId, mode: 'test' }); // sk_test_...
+ * ```
+ */
+export async function createApiKey(db: Kysely<Schema>, principal: Principal): Promise<string> {
+  const key = `sk_${principal.mode}_${randomBytes(24).toString('base64url')}`;
+  await db
+    .insertInto('api_keys')
+    .values({
+      business_id: principal.businessId,
+      mode: principal.mode,
+      key_hash: hashKey(key),
+      key_prefix: key.slice(0, 12),
+    })
+    .execute();
+  return key;
+}
+
+/**
+ * Finds who a presented key belongs to: a key from the configuration (compared in constant time
+ * by hash) or one stored in the database (looked up by hash).
+ */
+export async function authenticate(
+  db: Kysely<Schema>,
+  configured: readonly ConfiguredKey[],
+  presented: string,
+): Promise<Principal | undefined> {
+  const hash = Buffer.from(hashKey(presented), 'hex');
+  for (const entry of configured) {
+    if (timingSafeEqual(hash, Buffer.from(hashKey(entry.key), 'hex')))
+      return { businessId: entry.businessId, mode: entry.mode };
+  }
+  const row = await db
+    .selectFrom('api_keys')
+    .select(['business_id', 'mode'])
+    .where('key_hash', '=', hash.toString('hex'))
+    .executeTakeFirst();
+  return row ? { businessId: row.business_id, mode: row.mode } : undefined;
+}

@@ -1,0 +1,80 @@
+import type { Mode } from './db/schema.js';
+
+/** A key from `PAYHOOK_API_KEYS`. */
+export interface ConfiguredKey {
+  key: string;
+  businessId: string;
+  mode: Mode;
+}
+
+/** The sender's configuration, read from the environment. */
+export interface SenderConfig {
+  port: number;
+  host: string;
+  /** PGlite data directory, used when `databaseUrl` is not set. */
+  dataDir: string;
+  databaseUrl: string | undefined;
+  apiKeys: ConfiguredKey[];
+  /** Development switch: lets webhook URLs point at private addresses. */
+  allowPrivateWebhooks: boolean;
+  logLevel: string;
+  /** Lifetime of a payment session, in seconds (default one hour). */
+  sessionTtlSeconds: number;
+}
+
+/** A configuration value that cannot be used; the message names the variable. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/**
+ * Reads the configuration from environment variables, these names exactly: `PORT` (8080), `HOST`
+ * (127.0.0.1), `PAYHOOK_DATA_DIR` (./.payhook), `DATABASE_URL`, `PAYHOOK_API_KEYS`
+ * (comma-separated `key:businessId:mode`), `PAYHOOK_ALLOW_PRIVATE_WEBHOOKS` (`1` to allow),
+ * `LOG_LEVEL` (info), `PAYHOOK_SESSION_TTL_SECONDS` (3600). A bad value is a `ConfigError`
+ * naming the variable.
+ *
+ * @example
+ * ```ts
+ * const config = loadConfig(process.env);
+ * ```
+ */
+export function loadConfig(env: Record<string, string | undefined>): SenderConfig {
+  const int = (name: string, fallback: number, min: number, max: number) => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(raw)}.`);
+    }
+    return value;
+  };
+  const apiKeys: ConfiguredKey[] = [];
+  for (const entry of (env.PAYHOOK_API_KEYS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const parts = entry.split(':');
+    const [key, businessId, mode] = parts;
+    if (parts.length !== 3 || !key || !businessId || (mode !== 'test' && mode !== 'live')) {
+      throw new ConfigError(
+        `PAYHOOK_API_KEYS entries are key:businessId:mode with mode test or live; ${JSON.stringify(entry.replace(/^[^:]*/, '***'))} is not.`,
+      );
+    }
+    apiKeys.push({ key, businessId, mode });
+  }
+  const allow = env.PAYHOOK_ALLOW_PRIVATE_WEBHOOKS;
+  if (allow !== undefined && allow !== '' && allow !== '0' && allow !== '1') {
+    throw new ConfigError(`PAYHOOK_ALLOW_PRIVATE_WEBHOOKS must be 1 or 0, not ${JSON.stringify(allow)}.`);
+  }
+  return {
+    port: int('PORT', 8080, 0, 65535),
+    host: env.HOST || '127.0.0.1',
+    dataDir: env.PAYHOOK_DATA_DIR || './.payhook',
+    databaseUrl: env.DATABASE_URL || undefined,
+    apiKeys,
+    allowPrivateWebhooks: allow === '1',
+    logLevel: env.LOG_LEVEL || 'info',
+    sessionTtlSeconds: int('PAYHOOK_SESSION_TTL_SECONDS', 3600, 1, 7 * 24 * 3600),
+  };
+}

@@ -1,0 +1,80 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { authenticate, type Principal } from '../auth/api-keys.js';
+import type { SenderConfig } from '../config.js';
+import type { Database } from '../db/database.js';
+import type { Resolver } from '../net/webhook-url.js';
+import { ApiError, toApiError } from './errors.js';
+import { settingsRoutes } from './settings.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The business and mode of the request's API key (authenticated routes only). */
+    principal: Principal;
+  }
+}
+
+/** What the HTTP service needs. */
+export interface AppOptions {
+  database: Database;
+  config: SenderConfig;
+  /** Resolves webhook host names (injectable for tests). */
+  resolve?: Resolver;
+  /** Fastify's logger option (default: pino at `config.logLevel`). */
+  logger?: boolean | { level: string };
+}
+
+const PUBLIC_PATHS = new Set(['/healthz', '/openapi.json', '/docs', '/metrics']);
+
+/**
+ * Builds the sender's HTTP service: JSON Schema validation without type coercion of bodies, one
+ * error handler for every error (Fastify's own 404, 413, 415 and schema failures included), and
+ * bearer-key authentication on every route but the public ones.
+ *
+ * @example
+ * ```ts
+ * const app = await buildApp({ database: await openDatabase({ dataDir }), config: loadConfig(process.env) });
+ * await app.listen({ port: 8080 });
+ * ```
+ */
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const { database, config } = options;
+  const app = Fastify({
+    logger: options.logger ?? { level: config.logLevel },
+    bodyLimit: 1024 * 1024,
+    ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
+  });
+  // The API speaks JSON only: other bodies are 415, not parsed as text.
+  app.removeContentTypeParser('text/plain');
+  app.decorateRequest('principal', undefined as unknown as Principal);
+  app.setErrorHandler((error, request, reply) => {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+    reply.code(apiError.status).send(apiError.toJSON());
+  });
+  app.setNotFoundHandler((request, reply) => {
+    reply
+      .code(404)
+      .send(
+        new ApiError(404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}.`).toJSON(),
+      );
+  });
+  app.addHook('onRequest', async (request) => {
+    if (PUBLIC_PATHS.has(request.url.split('?')[0] as string)) return;
+    const header = request.headers.authorization ?? '';
+    const match = /^Bearer\s+(\S+)$/i.exec(header);
+    const principal = match ? await authenticate(database.db, config.apiKeys, match[1] as string) : undefined;
+    if (!principal) {
+      throw new ApiError(401, 'unauthorized', 'Send a valid API key as "Authorization: Bearer <key>".');
+    }
+    request.principal = principal;
+  });
+  if (config.allowPrivateWebhooks) {
+    app.log.warn(
+      'PAYHOOK_ALLOW_PRIVATE_WEBHOOKS is on: webhook URLs may point at private addresses (local development only)',
+    );
+  }
+
+  app.get('/healthz', async () => ({ ok: true, storage: database.kind }));
+  await app.register(settingsRoutes, { database, config, resolve: options.resolve });
+  return app;
+}

@@ -1,0 +1,251 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  buildApp,
+  createApiKey,
+  type Database,
+  loadConfig,
+  openDatabase,
+  type Resolver,
+} from '../src/index.js';
+
+const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const resolve: Resolver = async (host) => {
+  const answers: Record<string, string[]> = {
+    'merchant.example': ['93.184.216.34'],
+    'internal.example': ['10.0.0.8'],
+  };
+  if (!answers[host]) throw new Error(`ENOTFOUND ${host}`);
+  return answers[host];
+};
+
+interface Harness {
+  url: string;
+  database: Database;
+  app: FastifyInstance;
+}
+
+// The whole API over real HTTP, once on PGlite and once on the PostgreSQL server.
+describe.each(['pglite', 'postgres'] as const)('sender API on %s', { timeout: 60_000 }, (storage) => {
+  let h: Harness;
+  let cleanup: () => Promise<void>;
+  const KEY_A = 'sk_test_config_key_business_a';
+  const KEY_A_LIVE = 'sk_live_config_key_business_a';
+  const KEY_B = 'sk_test_config_key_business_b';
+
+  beforeAll(async () => {
+    let database: Database;
+    if (storage === 'pglite') {
+      const dir = await mkdtemp(join(tmpdir(), 'payhook-api-'));
+      database = await openDatabase({ dataDir: join(dir, 'data') });
+      cleanup = () => rm(dir, { recursive: true, force: true });
+    } else {
+      const schema = `payhook_api_${process.pid}_${Date.now()}`;
+      database = await openDatabase({ url: TEST_DATABASE_URL, schema }).catch((error: Error) => {
+        throw new Error(
+          `Cannot use the test PostgreSQL at ${TEST_DATABASE_URL}: ${error.message}. Start it, or set TEST_DATABASE_URL.`,
+        );
+      });
+      cleanup = async () => {
+        const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+        await client.connect();
+        await client.query(`drop schema if exists ${schema} cascade`);
+        await client.end();
+      };
+    }
+    const config = loadConfig({
+      PAYHOOK_API_KEYS: `${KEY_A}:biz-a:test,${KEY_A_LIVE}:biz-a:live,${KEY_B}:biz-b:test`,
+    });
+    const app = await buildApp({ database, config, resolve, logger: false });
+    const url = await app.listen({ port: 0, host: '127.0.0.1' });
+    h = { url, database, app };
+  });
+
+  afterAll(async () => {
+    await h?.app.close();
+    await h?.database.close();
+    await cleanup?.();
+  });
+
+  const call = (
+    method: string,
+    path: string,
+    key: string | undefined,
+    body?: string,
+    headers: Record<string, string> = {},
+  ) =>
+    fetch(`${h.url}${path}`, {
+      method,
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+      body,
+    });
+  const json = async (res: Response) =>
+    (await res.json()) as { data?: unknown; error?: { code: string; details?: { field: string }[] } };
+
+  it('serves /healthz without a key', async () => {
+    const res = await call('GET', '/healthz', undefined);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true, storage });
+  });
+
+  it('answers 401 without a key, with a malformed header, or with an unknown key', async () => {
+    for (const authorization of [undefined, 'Basic abc', 'Bearer nope']) {
+      const res = await call(
+        'PATCH',
+        '/accounts/settings',
+        undefined,
+        '{}',
+        authorization ? { authorization } : {},
+      );
+      expect(res.status).toBe(401);
+      expect((await json(res)).error?.code).toBe('unauthorized');
+    }
+  });
+
+  it('accepts a key stored in the database', async () => {
+    const key = await createApiKey(h.database.db, { businessId: 'biz-c', mode: 'test' });
+    expect(key).toMatch(/^sk_test_/);
+    const res = await call('PATCH', '/accounts/settings', key, '{"require_mfa":true}');
+    expect(res.status).toBe(200);
+    expect((await json(res)).data).toEqual({ require_mfa: true, webhook_urls: [] });
+  });
+
+  it('registers public webhook URLs and keeps each business and mode apart', async () => {
+    const res = await call(
+      'PATCH',
+      '/accounts/settings',
+      KEY_A,
+      JSON.stringify({ webhook_urls: ['https://merchant.example/webhooks/'], extra: 1 }),
+    );
+    expect(res.status).toBe(200);
+    expect((await json(res)).data).toEqual({
+      require_mfa: false,
+      webhook_urls: ['https://merchant.example/webhooks/'],
+    });
+    // Another business, and the same business in live mode, see their own settings.
+    expect((await json(await call('PATCH', '/accounts/settings', KEY_B, '{}'))).data).toEqual({
+      require_mfa: false,
+      webhook_urls: [],
+    });
+    expect((await json(await call('PATCH', '/accounts/settings', KEY_A_LIVE, '{}'))).data).toEqual({
+      require_mfa: false,
+      webhook_urls: [],
+    });
+    // A partial update keeps the rest.
+    expect(
+      (await json(await call('PATCH', '/accounts/settings', KEY_A, '{"require_mfa":true}'))).data,
+    ).toEqual({
+      require_mfa: true,
+      webhook_urls: ['https://merchant.example/webhooks/'],
+    });
+  });
+
+  it('refuses non-public webhook URLs with 422 and the field of each', async () => {
+    const res = await call(
+      'PATCH',
+      '/accounts/settings',
+      KEY_A,
+      JSON.stringify({
+        webhook_urls: [
+          'https://merchant.example/',
+          'http://127.0.0.1/',
+          'http://internal.example/x',
+          'http://2130706433/',
+          'ftp://merchant.example/',
+        ],
+      }),
+    );
+    expect(res.status).toBe(422);
+    const body = await json(res);
+    expect(body.error?.code).toBe('validation_failed');
+    expect(body.error?.details?.map((d) => d.field)).toEqual([
+      'webhook_urls.1',
+      'webhook_urls.2',
+      'webhook_urls.3',
+      'webhook_urls.4',
+    ]);
+  });
+
+  it('accepts a host that does not resolve today (it is checked again at every delivery)', async () => {
+    const res = await call(
+      'PATCH',
+      '/accounts/settings',
+      KEY_B,
+      '{"webhook_urls":["https://not-yet.example/hooks"]}',
+    );
+    expect(res.status).toBe(200);
+  });
+
+  it.each([
+    ['malformed JSON', '{"require_mfa":', 400, 'invalid_request'],
+    ['a JSON array', '[]', 400, 'invalid_request'],
+    ['a string where a boolean belongs', '{"require_mfa":"true"}', 422, 'validation_failed'],
+    ['a number in webhook_urls', '{"webhook_urls":[1]}', 422, 'validation_failed'],
+  ])('answers %s with %i %s, never 500', async (_name, body, status, code) => {
+    const res = await call('PATCH', '/accounts/settings', KEY_A, body);
+    expect(res.status).toBe(status);
+    expect((await json(res)).error?.code).toBe(code);
+  });
+
+  it('answers a huge body with 413, a non-JSON type with 415, an unknown route with 404, all in the error shape', async () => {
+    const big = await call('PATCH', '/accounts/settings', KEY_A, `{"pad":"${'x'.repeat(2 * 1024 * 1024)}"}`);
+    expect(big.status).toBe(413);
+    expect((await json(big)).error?.code).toBe('payload_too_large');
+    const text = await call('PATCH', '/accounts/settings', KEY_A, 'require_mfa=true', {
+      'content-type': 'text/plain',
+    });
+    expect(text.status).toBe(415);
+    expect((await json(text)).error?.code).toBe('unsupported_media_type');
+    const missing = await call('GET', '/nowhere', KEY_A);
+    expect(missing.status).toBe(404);
+    expect((await json(missing)).error?.code).toBe('not_found');
+  });
+});
+
+describe('loadConfig', () => {
+  it('reads the documented variables with their defaults', () => {
+    expect(loadConfig({})).toMatchObject({
+      port: 8080,
+      host: '127.0.0.1',
+      dataDir: './.payhook',
+      apiKeys: [],
+      allowPrivateWebhooks: false,
+    });
+    expect(
+      loadConfig({
+        PORT: '9000',
+        PAYHOOK_API_KEYS: 'k1:b1:test, k2:b2:live',
+        PAYHOOK_ALLOW_PRIVATE_WEBHOOKS: '1',
+      }),
+    ).toMatchObject({
+      port: 9000,
+      apiKeys: [
+        { key: 'k1', businessId: 'b1', mode: 'test' },
+        { key: 'k2', businessId: 'b2', mode: 'live' },
+      ],
+      allowPrivateWebhooks: true,
+    });
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, /PORT/],
+    [{ PAYHOOK_API_KEYS: 'k1:b1:prod' }, /PAYHOOK_API_KEYS/],
+    [{ PAYHOOK_API_KEYS: 'k1:b1' }, /PAYHOOK_API_KEYS/],
+    [{ PAYHOOK_ALLOW_PRIVATE_WEBHOOKS: 'yes' }, /PAYHOOK_ALLOW_PRIVATE_WEBHOOKS/],
+  ])('refuses %j naming the variable, without echoing the key', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(message);
+    try {
+      loadConfig(env);
+    } catch (error) {
+      expect((error as Error).message).not.toContain('k1');
+    }
+  });
+});
