@@ -1,4 +1,5 @@
 import { defineConfig } from 'tsup';
 import { packageBuild } from '../../tsup.config.base.js';
 
-export default defineConfig(packageBuild);
+// The library, and the service's entry point (`pnpm --filter @payhook/sender start`).
+export default defineConfig({ ...packageBuild, entry: { index: 'src/index.ts', main: 'src/main.ts' } });

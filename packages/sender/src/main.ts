@@ -1,0 +1,34 @@
+// The sender as a process: configuration from the environment, storage, HTTP, graceful shutdown.
+
+import { ConfigError, loadConfig } from './config.js';
+import { openDatabase } from './db/database.js';
+import { buildApp } from './http/app.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const database = await openDatabase(
+    config.databaseUrl ? { url: config.databaseUrl } : { dataDir: config.dataDir },
+  );
+  const app = await buildApp({ database, config });
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down');
+    await app.close();
+    await database.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  await app.listen({ port: config.port, host: config.host });
+}
+
+main().catch((error: unknown) => {
+  const message =
+    error instanceof ConfigError || (error as Error).name === 'DataDirLockedError'
+      ? (error as Error).message
+      : String((error as Error).stack ?? error);
+  process.stderr.write(`payhook sender: ${message}\n`);
+  process.exit(error instanceof ConfigError ? 2 : 1);
+});

@@ -1,0 +1,65 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+// The built service as `pnpm --filter @payhook/sender start` runs it.
+describe('the sender process', { timeout: 60_000 }, () => {
+  it('starts on PGlite from the environment, serves /healthz, and exits 0 on SIGTERM', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'payhook-main-'));
+    const port = await freePort();
+    const child = spawn(process.execPath, [main], {
+      env: {
+        ...process.env,
+        PORT: String(port),
+        PAYHOOK_DATA_DIR: join(dir, 'data'),
+        DATABASE_URL: '',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let status = 0;
+      for (let i = 0; i < 200 && status !== 200; i++) {
+        status = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+          (r) => r.status,
+          () => 0,
+        );
+        if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(status).toBe(200);
+      child.kill('SIGTERM');
+      const [code] = await once(child, 'exit');
+      expect(code).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('exits 2 naming the variable on bad configuration', async () => {
+    const child = spawn(process.execPath, [main], {
+      env: { ...process.env, PORT: 'eighty' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr?.on('data', (chunk) => (err += chunk));
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(2);
+    expect(err).toContain('PORT');
+  });
+});
