@@ -24,8 +24,22 @@ export interface AccountSettingsTable {
   updated_at: ColumnType<Date, Date | undefined, Date>;
 }
 
+/** A customer of a business (`POST /customers`). */
+export interface CustomersTable {
+  id: Generated<string>;
+  business_id: string;
+  mode: Mode;
+  first_name: string;
+  last_name: string;
+  email: string;
+  phone_number: string;
+  billing_address: ColumnType<Record<string, string>, string, string>;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
 /** The typed schema of the sender's database; migrations in `migrations.ts` create it. */
 export interface Schema {
   api_keys: ApiKeysTable;
   account_settings: AccountSettingsTable;
+  customers: CustomersTable;
 }

@@ -3,6 +3,7 @@ import { authenticate, type Principal } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { Resolver } from '../net/webhook-url.js';
+import { customerRoutes } from './customers.js';
 import { ApiError, toApiError } from './errors.js';
 import { settingsRoutes } from './settings.js';
 
@@ -41,6 +42,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
     bodyLimit: 1024 * 1024,
+    // The spec writes `/customers/`; both spellings of every path are served.
+    routerOptions: { ignoreTrailingSlash: true },
     ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
   });
   // The API speaks JSON only: other bodies are 415, not parsed as text.
@@ -76,5 +79,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   app.get('/healthz', async () => ({ ok: true, storage: database.kind }));
   await app.register(settingsRoutes, { database, config, resolve: options.resolve });
+  await app.register(customerRoutes, { database });
   return app;
 }

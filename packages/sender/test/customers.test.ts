@@ -1,0 +1,150 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp, type Database, loadConfig, openDatabase } from '../src/index.js';
+
+const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+const customer = (n: number) => ({
+  first_name: `Ada${n}`,
+  last_name: n % 2 ? '' : 'Okafor',
+  email: `ada${n}@example.com`,
+  phone_number: '+2348012345678',
+  billing_address: {
+    line1: '1 Marina',
+    line2: '',
+    city: 'Lagos',
+    state: 'Lagos',
+    zip_code: '101001',
+    country: 'NG',
+  },
+});
+
+describe.each(['pglite', 'postgres'] as const)('customers on %s', { timeout: 60_000 }, (storage) => {
+  let app: FastifyInstance;
+  let url: string;
+  let database: Database;
+  let cleanup: () => Promise<void>;
+  const KEY = 'sk_test_customers_a';
+  const OTHER = 'sk_test_customers_b';
+
+  beforeAll(async () => {
+    if (storage === 'pglite') {
+      const dir = await mkdtemp(join(tmpdir(), 'payhook-customers-'));
+      database = await openDatabase({ dataDir: join(dir, 'data') });
+      cleanup = () => rm(dir, { recursive: true, force: true });
+    } else {
+      const schema = `payhook_customers_${process.pid}_${Date.now()}`;
+      database = await openDatabase({ url: TEST_DATABASE_URL, schema });
+      cleanup = async () => {
+        const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+        await client.connect();
+        await client.query(`drop schema if exists ${schema} cascade`);
+        await client.end();
+      };
+    }
+    app = await buildApp({
+      database,
+      config: loadConfig({ PAYHOOK_API_KEYS: `${KEY}:biz-a:test,${OTHER}:biz-b:test` }),
+      logger: false,
+    });
+    url = await app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await database?.close();
+    await cleanup?.();
+  });
+
+  const post = (body: unknown, key = KEY) =>
+    fetch(`${url}/customers`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  type Page = {
+    data: { id: string; first_name: string }[];
+    pagination: { after: string; before: string; limit: number };
+  };
+  const list = async (query = '', key = KEY): Promise<Page> => {
+    const res = await fetch(`${url}/customers/${query}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(res.status).toBe(200);
+    return (await res.json()) as Page;
+  };
+
+  it('creates a customer: 201 with its id', async () => {
+    const res = await post({ ...customer(0), unknown_field: true });
+    expect(res.status).toBe(201);
+    const { data } = (await res.json()) as { data: Record<string, unknown> };
+    expect(data).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), ...customer(0) });
+  });
+
+  it.each([
+    [
+      'no email',
+      (() => {
+        const { email: _e, ...rest } = customer(1);
+        return rest;
+      })(),
+      'email',
+    ],
+    ['a number for a name', { ...customer(1), first_name: 7 }, 'first_name'],
+    [
+      'no billing city',
+      { ...customer(1), billing_address: { ...customer(1).billing_address, city: undefined } },
+      'billing_address.city',
+    ],
+  ])('refuses %s with 422 naming the field', async (_name, body, field) => {
+    const res = await post(body);
+    expect(res.status).toBe(422);
+    const error = ((await res.json()) as { error: { code: string; details: { field: string }[] } }).error;
+    expect(error.code).toBe('validation_failed');
+    expect(error.details.map((d) => d.field)).toContain(field);
+  });
+
+  it('pages newest first in both directions, stable while rows are inserted, with empty cursors at the ends', async () => {
+    for (let n = 1; n <= 7; n++) expect((await post(customer(n), OTHER)).status).toBe(201);
+    const first = await list('?limit=3', OTHER);
+    expect(first.data.map((c) => c.first_name)).toEqual(['Ada7', 'Ada6', 'Ada5']);
+    expect(first.pagination).toMatchObject({ before: '', limit: 3 });
+    // Rows inserted meanwhile appear on no older page.
+    await post(customer(8), OTHER);
+    const second = await list(`?limit=3&after=${first.pagination.after}`, OTHER);
+    expect(second.data.map((c) => c.first_name)).toEqual(['Ada4', 'Ada3', 'Ada2']);
+    const third = await list(`?limit=3&after=${second.pagination.after}`, OTHER);
+    expect(third.data.map((c) => c.first_name)).toEqual(['Ada1']);
+    expect(third.pagination.after).toBe('');
+    const back = await list(`?limit=3&before=${third.pagination.before}`, OTHER);
+    expect(back.data.map((c) => c.first_name)).toEqual(['Ada4', 'Ada3', 'Ada2']);
+    const top = await list(`?limit=3&before=${second.pagination.before}`, OTHER);
+    expect(top.data.map((c) => c.first_name)).toEqual(['Ada7', 'Ada6', 'Ada5']);
+    // The row inserted after the first page is newer still.
+    expect(top.pagination.before).not.toBe('');
+    expect(
+      (await list(`?limit=3&before=${top.pagination.before}`, OTHER)).data.map((c) => c.first_name),
+    ).toEqual(['Ada8']);
+    expect((await list('', OTHER)).pagination.limit).toBe(15);
+  });
+
+  it('shows each business only its own customers', async () => {
+    const mine = await list('?limit=100');
+    expect(mine.data.every((c) => !/^Ada[1-8]$/.test(c.first_name))).toBe(true);
+  });
+
+  it.each([
+    ['?limit=0', 'limit'],
+    ['?limit=101', 'limit'],
+    ['?limit=abc', 'limit'],
+    ['?after=not-a-cursor', 'after'],
+    ['?after=x&before=y', 'before'],
+  ])('answers %s with 400 naming the parameter', async (query, field) => {
+    const res = await fetch(`${url}/customers/${query}`, { headers: { authorization: `Bearer ${KEY}` } });
+    expect(res.status).toBe(400);
+    const error = ((await res.json()) as { error: { code: string; details: { field: string }[] } }).error;
+    expect(error.code).toBe('invalid_request');
+    expect(error.details.map((d) => d.field)).toContain(field);
+  });
+});
