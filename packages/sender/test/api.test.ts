@@ -1,19 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  buildApp,
-  createApiKey,
-  type Database,
-  loadConfig,
-  openDatabase,
-  type Resolver,
-} from '../src/index.js';
+import { buildApp, createApiKey, type Database, loadConfig, type Resolver } from '../src/index.js';
 
-const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+import { openTestDatabase } from './fixtures/storage.js';
+
 const resolve: Resolver = async (host) => {
   const answers: Record<string, string[]> = {
     'merchant.example': ['93.184.216.34'],
@@ -39,24 +29,7 @@ describe.each(['pglite', 'postgres'] as const)('sender API on %s', { timeout: 60
 
   beforeAll(async () => {
     let database: Database;
-    if (storage === 'pglite') {
-      const dir = await mkdtemp(join(tmpdir(), 'payhook-api-'));
-      database = await openDatabase({ dataDir: join(dir, 'data') });
-      cleanup = () => rm(dir, { recursive: true, force: true });
-    } else {
-      const schema = `payhook_api_${process.pid}_${Date.now()}`;
-      database = await openDatabase({ url: TEST_DATABASE_URL, schema }).catch((error: Error) => {
-        throw new Error(
-          `Cannot use the test PostgreSQL at ${TEST_DATABASE_URL}: ${error.message}. Start it, or set TEST_DATABASE_URL.`,
-        );
-      });
-      cleanup = async () => {
-        const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-        await client.connect();
-        await client.query(`drop schema if exists ${schema} cascade`);
-        await client.end();
-      };
-    }
+    ({ database, cleanup } = await openTestDatabase(storage, 'api'));
     const config = loadConfig({
       PAYHOOK_API_KEYS: `${KEY_A}:biz-a:test,${KEY_A_LIVE}:biz-a:live,${KEY_B}:biz-b:test`,
     });
@@ -67,7 +40,6 @@ describe.each(['pglite', 'postgres'] as const)('sender API on %s', { timeout: 60
 
   afterAll(async () => {
     await h?.app.close();
-    await h?.database.close();
     await cleanup?.();
   });
 

@@ -1,12 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type Database, loadConfig, openDatabase } from '../src/index.js';
+import { buildApp, type Database, loadConfig } from '../src/index.js';
 
-const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+import { openTestDatabase } from './fixtures/storage.js';
 
 const customer = (n: number) => ({
   first_name: `Ada${n}`,
@@ -32,20 +28,7 @@ describe.each(['pglite', 'postgres'] as const)('customers on %s', { timeout: 60_
   const OTHER = 'sk_test_customers_b';
 
   beforeAll(async () => {
-    if (storage === 'pglite') {
-      const dir = await mkdtemp(join(tmpdir(), 'payhook-customers-'));
-      database = await openDatabase({ dataDir: join(dir, 'data') });
-      cleanup = () => rm(dir, { recursive: true, force: true });
-    } else {
-      const schema = `payhook_customers_${process.pid}_${Date.now()}`;
-      database = await openDatabase({ url: TEST_DATABASE_URL, schema });
-      cleanup = async () => {
-        const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-        await client.connect();
-        await client.query(`drop schema if exists ${schema} cascade`);
-        await client.end();
-      };
-    }
+    ({ database, cleanup } = await openTestDatabase(storage, 'customers'));
     app = await buildApp({
       database,
       config: loadConfig({ PAYHOOK_API_KEYS: `${KEY}:biz-a:test,${OTHER}:biz-b:test` }),
@@ -55,7 +38,6 @@ describe.each(['pglite', 'postgres'] as const)('customers on %s', { timeout: 60_
   });
   afterAll(async () => {
     await app?.close();
-    await database?.close();
     await cleanup?.();
   });
 

@@ -9,8 +9,8 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { appliedMigrations, DataDirLockedError, openDatabase } from '../src/index.js';
 
-// Tests choose their storage explicitly: TEST_DATABASE_URL, never the service's DATABASE_URL.
-const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+import { dropSchema, TEST_DATABASE_URL } from './fixtures/storage.js';
+
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];
 const schemas: string[] = [];
@@ -23,12 +23,7 @@ async function tempDir(): Promise<string> {
 
 afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-  if (schemas.length > 0) {
-    const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-    await client.connect();
-    for (const schema of schemas) await client.query(`drop schema if exists ${schema} cascade`);
-    await client.end();
-  }
+  for (const schema of schemas) await dropSchema(schema);
 });
 
 async function reachPostgres(): Promise<void> {
