@@ -43,14 +43,22 @@ describe('openDatabase', { timeout: 60_000 }, () => {
     const dataDir = await tempDir();
     const first = await openDatabase({ dataDir });
     expect(first.kind).toBe('pglite');
-    expect(await appliedMigrations(first.db)).toEqual(['0001_keys_and_settings', '0002_customers']);
+    expect(await appliedMigrations(first.db)).toEqual([
+      '0001_keys_and_settings',
+      '0002_customers',
+      '0003_beneficiaries',
+    ]);
     await first.db
       .insertInto('api_keys')
       .values({ business_id: 'b1', mode: 'test', key_hash: 'h1', key_prefix: 'pk_t' })
       .execute();
     await first.close();
     const again = await openDatabase({ dataDir });
-    expect(await appliedMigrations(again.db)).toEqual(['0001_keys_and_settings', '0002_customers']);
+    expect(await appliedMigrations(again.db)).toEqual([
+      '0001_keys_and_settings',
+      '0002_customers',
+      '0003_beneficiaries',
+    ]);
     expect(await again.db.selectFrom('api_keys').select('business_id').execute()).toEqual([
       { business_id: 'b1' },
     ]);
@@ -108,7 +116,11 @@ describe('openDatabase', { timeout: 60_000 }, () => {
       openDatabase({ url: TEST_DATABASE_URL, schema }),
     ]);
     // Two instances starting at once apply the migration once.
-    expect(await appliedMigrations(a.db)).toEqual(['0001_keys_and_settings', '0002_customers']);
+    expect(await appliedMigrations(a.db)).toEqual([
+      '0001_keys_and_settings',
+      '0002_customers',
+      '0003_beneficiaries',
+    ]);
     expect(a.kind).toBe('postgres');
     await a.db
       .insertInto('account_settings')

@@ -48,6 +48,25 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0003_beneficiaries': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('beneficiaries')
+        .addColumn('id', 'uuid', (c) => c.primaryKey().defaultTo(sql`gen_random_uuid()`))
+        .addColumn('business_id', 'text', (c) => c.notNull())
+        .addColumn('mode', 'text', (c) => c.notNull().check(sql`mode in ('test', 'live')`))
+        .addColumn('currency', 'text', (c) => c.notNull())
+        // The beneficiary as the API returns it (every field of the spec's table), written once.
+        .addColumn('data', 'jsonb', (c) => c.notNull())
+        .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+        .execute();
+      await db.schema
+        .createIndex('beneficiaries_page')
+        .on('beneficiaries')
+        .columns(['business_id', 'mode', 'created_at desc', 'id desc'])
+        .execute();
+    },
+  },
 };
 
 /** The migrations, for Kysely's `Migrator`. */

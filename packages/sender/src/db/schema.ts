@@ -37,9 +37,20 @@ export interface CustomersTable {
   created_at: ColumnType<Date, Date | undefined, never>;
 }
 
+/** A payout destination of a business (`POST /beneficiaries`). */
+export interface BeneficiariesTable {
+  id: string;
+  business_id: string;
+  mode: Mode;
+  currency: string;
+  data: ColumnType<Record<string, unknown>, string, string>;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
 /** The typed schema of the sender's database; migrations in `migrations.ts` create it. */
 export interface Schema {
   api_keys: ApiKeysTable;
   account_settings: AccountSettingsTable;
   customers: CustomersTable;
+  beneficiaries: BeneficiariesTable;
 }

@@ -3,6 +3,7 @@ import { authenticate, type Principal } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { Resolver } from '../net/webhook-url.js';
+import { beneficiaryRoutes } from './beneficiaries.js';
 import { customerRoutes } from './customers.js';
 import { ApiError, toApiError } from './errors.js';
 import { settingsRoutes } from './settings.js';
@@ -80,5 +81,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/healthz', async () => ({ ok: true, storage: database.kind }));
   await app.register(settingsRoutes, { database, config, resolve: options.resolve });
   await app.register(customerRoutes, { database });
+  await app.register(beneficiaryRoutes, { database });
   return app;
 }

@@ -1,3 +1,4 @@
+import { type SqlBool, sql } from 'kysely';
 import { type Static, Type } from 'typebox';
 import { ApiError } from './errors.js';
 
@@ -60,5 +61,55 @@ export function direction(query: PageQuery): { limit: number; after?: Position; 
     limit,
     ...(query.after ? { after: decodeCursor(query.after, 'after') } : {}),
     ...(query.before ? { before: decodeCursor(query.before, 'before') } : {}),
+  };
+}
+
+/** Rows newer (`>`) or older (`<`) than a position, as a SQL condition on (created_at, id). */
+export function positionCondition(op: '<' | '>', position: Position) {
+  return sql<SqlBool>`(created_at, id) ${sql.raw(op)} (to_timestamp(${position.micros}::numeric / 1000000), ${position.id}::uuid)`;
+}
+
+/** A row's creation time in microseconds, as text (select it `as micros`). */
+export const microsColumn = sql<string>`(extract(epoch from created_at) * 1000000)::bigint::text`;
+
+/** Reads rows of one list: `where` (a position condition, or none), order of (created_at, id), at most `limit`. */
+export type PageReader<Row> = (
+  where: ReturnType<typeof positionCondition> | undefined,
+  order: 'asc' | 'desc',
+  limit: number,
+) => Promise<Row[]>;
+
+/**
+ * One page of a list, newest first, by keyset on (created_at, id): stable while rows are
+ * inserted, with `after` the cursor of the next (older) page and `before` of the previous
+ * (newer) one, each `""` when there is no such page.
+ */
+export async function keysetPage<Row extends Position>(
+  query: PageQuery,
+  read: PageReader<Row>,
+): Promise<{ rows: Row[]; pagination: { after: string; before: string; limit: number } }> {
+  const page = direction(query);
+  let rows: Row[];
+  if (page.before) {
+    // Newer rows than the cursor: read upwards, then put back in newest-first order.
+    rows = (await read(positionCondition('>', page.before), 'asc', page.limit + 1)).reverse();
+  } else {
+    rows = await read(page.after ? positionCondition('<', page.after) : undefined, 'desc', page.limit + 1);
+  }
+  const more = rows.length > page.limit;
+  if (more) rows = page.before ? rows.slice(1) : rows.slice(0, page.limit);
+  const first = rows[0];
+  const last = rows[rows.length - 1];
+  const exists = async (op: '<' | '>', row: Row | undefined) =>
+    row !== undefined && (await read(positionCondition(op, row), op === '<' ? 'desc' : 'asc', 1)).length > 0;
+  const hasOlder = page.before ? await exists('<', last) : more;
+  const hasNewer = page.before ? more : await exists('>', first);
+  return {
+    rows,
+    pagination: {
+      after: hasOlder && last ? encodeCursor(last) : '',
+      before: hasNewer && first ? encodeCursor(first) : '',
+      limit: page.limit,
+    },
   };
 }
