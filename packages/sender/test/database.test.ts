@@ -11,6 +11,12 @@ import { appliedMigrations, DataDirLockedError, openDatabase } from '../src/inde
 
 import { dropSchema, TEST_DATABASE_URL } from './fixtures/storage.js';
 
+const MIGRATIONS = [
+  '0001_keys_and_settings',
+  '0002_customers',
+  '0003_beneficiaries',
+  '0004_payments_and_outbox',
+];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];
 const schemas: string[] = [];
@@ -43,22 +49,14 @@ describe('openDatabase', { timeout: 60_000 }, () => {
     const dataDir = await tempDir();
     const first = await openDatabase({ dataDir });
     expect(first.kind).toBe('pglite');
-    expect(await appliedMigrations(first.db)).toEqual([
-      '0001_keys_and_settings',
-      '0002_customers',
-      '0003_beneficiaries',
-    ]);
+    expect(await appliedMigrations(first.db)).toEqual(MIGRATIONS);
     await first.db
       .insertInto('api_keys')
       .values({ business_id: 'b1', mode: 'test', key_hash: 'h1', key_prefix: 'pk_t' })
       .execute();
     await first.close();
     const again = await openDatabase({ dataDir });
-    expect(await appliedMigrations(again.db)).toEqual([
-      '0001_keys_and_settings',
-      '0002_customers',
-      '0003_beneficiaries',
-    ]);
+    expect(await appliedMigrations(again.db)).toEqual(MIGRATIONS);
     expect(await again.db.selectFrom('api_keys').select('business_id').execute()).toEqual([
       { business_id: 'b1' },
     ]);
@@ -116,11 +114,7 @@ describe('openDatabase', { timeout: 60_000 }, () => {
       openDatabase({ url: TEST_DATABASE_URL, schema }),
     ]);
     // Two instances starting at once apply the migration once.
-    expect(await appliedMigrations(a.db)).toEqual([
-      '0001_keys_and_settings',
-      '0002_customers',
-      '0003_beneficiaries',
-    ]);
+    expect(await appliedMigrations(a.db)).toEqual(MIGRATIONS);
     expect(a.kind).toBe('postgres');
     await a.db
       .insertInto('account_settings')

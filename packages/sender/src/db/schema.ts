@@ -47,10 +47,48 @@ export interface BeneficiariesTable {
   created_at: ColumnType<Date, Date | undefined, never>;
 }
 
+/** A payment session and its payment. */
+export interface PaymentsTable {
+  id: string;
+  business_id: string;
+  mode: Mode;
+  reference: string;
+  status: 'pending' | 'captured' | 'settled' | 'failed';
+  method_type: string | null;
+  data: ColumnType<Record<string, unknown>, string, string>;
+  expires_at: ColumnType<Date, Date, Date>;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
+/** An event of the outbox, with the exact payload every delivery attempt sends. */
+export interface EventsTable {
+  id: string;
+  business_id: string;
+  mode: Mode;
+  type: string;
+  payment_id: string | null;
+  payload: string;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
+/** One event to one webhook URL. */
+export interface DeliveriesTable {
+  id: Generated<string>;
+  event_id: string;
+  url: string;
+  status: Generated<'pending' | 'delivered' | 'failed'>;
+  attempts: Generated<number>;
+  next_attempt_at: ColumnType<Date, Date | undefined, Date>;
+  created_at: ColumnType<Date, Date | undefined, never>;
+}
+
 /** The typed schema of the sender's database; migrations in `migrations.ts` create it. */
 export interface Schema {
   api_keys: ApiKeysTable;
   account_settings: AccountSettingsTable;
   customers: CustomersTable;
   beneficiaries: BeneficiariesTable;
+  payments: PaymentsTable;
+  events: EventsTable;
+  deliveries: DeliveriesTable;
 }

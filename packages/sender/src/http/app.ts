@@ -6,6 +6,7 @@ import type { Resolver } from '../net/webhook-url.js';
 import { beneficiaryRoutes } from './beneficiaries.js';
 import { customerRoutes } from './customers.js';
 import { ApiError, toApiError } from './errors.js';
+import { paymentRoutes } from './payments.js';
 import { settingsRoutes } from './settings.js';
 
 declare module 'fastify' {
@@ -82,5 +83,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(settingsRoutes, { database, config, resolve: options.resolve });
   await app.register(customerRoutes, { database });
   await app.register(beneficiaryRoutes, { database });
+  await app.register(paymentRoutes, { database, config });
   return app;
 }

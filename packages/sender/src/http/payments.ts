@@ -1,0 +1,343 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import {
+  CustomerInputSchema,
+  canonicalJson,
+  computeChecksum,
+  MetadataSchema,
+  PaymentSchema,
+} from '@payhook/core';
+import type { FastifyPluginAsync } from 'fastify';
+import type { Kysely, Transaction } from 'kysely';
+import { type Static, Type } from 'typebox';
+import { Compile } from 'typebox/compile';
+import type { SenderConfig } from '../config.js';
+import type { Database } from '../db/database.js';
+import type { Mode, Schema } from '../db/schema.js';
+import { ApiError, type FieldError } from './errors.js';
+import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
+
+/** Payment method types accepted on creation (DESIGN.md); the stablecoin sample's spelling is normalized. */
+const METHOD_TYPES = ['card', 'bank_account', 'etransfer', 'wallet', 'crypto_address'] as const;
+const CURRENCIES = ['NGN', 'USD', 'CAD'] as const;
+const STATUSES = ['pending', 'captured', 'settled', 'failed'] as const;
+const MINIMUM_AMOUNT = 100_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const validCustomer = Compile(CustomerInputSchema);
+const validMetadata = Compile(MetadataSchema);
+
+/** The session response envelope of the spec, shared by create, capture and list. */
+export const SessionEnvelopeSchema = Type.Object(
+  {
+    auth_type: Type.Union([Type.String(), Type.Null()]),
+    expires_at: Type.String(),
+    links: Type.Record(Type.String(), Type.String()),
+    message: Type.String(),
+    payment: PaymentSchema,
+    status: Type.String(),
+  },
+  { title: 'PaymentSessionEnvelope' },
+);
+
+type Payment = Static<typeof PaymentSchema>;
+
+/** ISO 8601 UTC with microseconds, as the spec writes `expires_at`. */
+export function isoMicros(date: Date): string {
+  return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+function issues(
+  validator: { Errors(v: unknown): { instancePath: string; message: string; params: unknown }[] },
+  value: unknown,
+  prefix: string,
+): FieldError[] {
+  return validator.Errors(value).map((e) => {
+    const missing = (e.params as { requiredProperties?: string[] }).requiredProperties?.[0];
+    const path = [prefix, ...e.instancePath.split('/').filter(Boolean), ...(missing ? [missing] : [])].join(
+      '.',
+    );
+    return { field: path, message: e.message };
+  });
+}
+
+/** Reads and checks a session request; every problem is a field of one 422. */
+function readSessionRequest(body: Record<string, unknown>) {
+  const details: FieldError[] = [];
+  const {
+    description,
+    currency,
+    amount,
+    metadata,
+    customer,
+    customer_id,
+    payment_method,
+    direction,
+    reference,
+  } = body;
+  if (typeof description !== 'string' || description.length === 0)
+    details.push({ field: 'description', message: 'is required (a string)' });
+  if (!CURRENCIES.includes(currency as never))
+    details.push({ field: 'currency', message: 'must be NGN, USD or CAD' });
+  if (typeof amount !== 'number' || !Number.isInteger(amount))
+    details.push({ field: 'amount', message: 'is required (an integer, in the smallest unit)' });
+  else if (amount < MINIMUM_AMOUNT)
+    details.push({ field: 'amount', message: `must be at least ${MINIMUM_AMOUNT}` });
+  if (metadata === undefined) details.push({ field: 'metadata', message: 'is required' });
+  else if (!validMetadata.Check(metadata)) details.push(...issues(validMetadata, metadata, 'metadata'));
+  if ((customer === undefined) === (customer_id === undefined)) {
+    details.push({ field: 'customer', message: 'give exactly one of customer and customer_id' });
+  } else if (customer !== undefined && !validCustomer.Check(customer)) {
+    details.push(...issues(validCustomer, customer, 'customer'));
+  } else if (customer_id !== undefined && (typeof customer_id !== 'string' || !UUID.test(customer_id))) {
+    details.push({ field: 'customer_id', message: 'must be the id of a customer' });
+  }
+  let methodType: string | null = null;
+  if (payment_method !== undefined && payment_method !== null) {
+    const type = (payment_method as { type?: unknown }).type;
+    methodType = type === 'crypto address' ? 'crypto_address' : (type as string);
+    if (typeof payment_method !== 'object' || !METHOD_TYPES.includes(methodType as never)) {
+      details.push({ field: 'payment_method.type', message: `must be one of ${METHOD_TYPES.join(', ')}` });
+    }
+  }
+  if (direction !== undefined && direction !== 'incoming')
+    details.push({ field: 'direction', message: 'must be "incoming"' });
+  if (
+    reference !== undefined &&
+    (typeof reference !== 'string' || reference.length === 0 || reference.length > 200)
+  ) {
+    details.push({ field: 'reference', message: 'must be a string of 1 to 200 characters' });
+  }
+  if (details.length > 0)
+    throw new ApiError(422, 'validation_failed', 'The payment session has invalid fields.', details);
+  return {
+    description: description as string,
+    currency: currency as Payment['currency'],
+    amount: amount as number,
+    metadata: metadata as Payment['metadata'],
+    customer: customer as Static<typeof CustomerInputSchema> | undefined,
+    customerId: customer_id as string | undefined,
+    methodType,
+    reference: (reference as string | undefined) ?? `ref_${randomBytes(12).toString('hex')}`,
+  };
+}
+
+/**
+ * Writes an event of the outbox in the caller's transaction: its payload signed once with the
+ * receiving business's id (data in RFC 8785 order, so every payhook receiver verifies it on its
+ * fast path), and one delivery per webhook URL registered for that business and mode.
+ */
+export async function writeEvent(
+  tx: Transaction<Schema> | Kysely<Schema>,
+  event: { type: string; businessId: string; mode: Mode; payment: Payment },
+): Promise<string> {
+  const id = randomUUID();
+  const checksum = computeChecksum(event.type, event.payment, event.businessId);
+  const payload = `{"event":${JSON.stringify(event.type)},"data":${canonicalJson(event.payment)},"checksum":"${checksum}"}`;
+  await tx
+    .insertInto('events')
+    .values({
+      id,
+      business_id: event.businessId,
+      mode: event.mode,
+      type: event.type,
+      payment_id: event.payment.id,
+      payload,
+    })
+    .execute();
+  const settings = await tx
+    .selectFrom('account_settings')
+    .select('webhook_urls')
+    .where('business_id', '=', event.businessId)
+    .where('mode', '=', event.mode)
+    .executeTakeFirst();
+  const urls = settings?.webhook_urls ?? [];
+  if (urls.length > 0)
+    await tx
+      .insertInto('deliveries')
+      .values(urls.map((url) => ({ event_id: id, url })))
+      .execute();
+  return id;
+}
+
+const MESSAGES: Record<string, string> = {
+  pending: 'Payment session created; waiting for payment.',
+  captured: 'Payment received; waiting for payment resolution.',
+  settled: 'Payment successful.',
+  failed: 'Payment failed.',
+};
+
+function envelope(payment: Payment, expiresAt: Date) {
+  return {
+    auth_type: null,
+    expires_at: isoMicros(expiresAt),
+    links: {},
+    message: MESSAGES[payment.status] ?? '',
+    payment,
+    status: payment.status,
+  };
+}
+
+/** `POST /payment-sessions`, `GET /payments`, `GET /payments/{id}`. */
+export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: SenderConfig }> = async (
+  app,
+  { database, config },
+) => {
+  const { db } = database;
+
+  app.post<{ Body: Record<string, unknown> }>(
+    '/payment-sessions',
+    {
+      schema: {
+        body: Type.Object({}, { additionalProperties: true }),
+        response: { 201: Type.Object({ data: SessionEnvelopeSchema }) },
+      },
+    },
+    async (request, reply) => {
+      const { businessId, mode } = request.principal;
+      const input = readSessionRequest(request.body);
+      const now = new Date();
+      const expiresAt = new Date(now.getTime() + config.sessionTtlSeconds * 1000);
+      const result = await db
+        .transaction()
+        .execute(async (tx) => {
+          let customer: Payment['customer'];
+          if (input.customerId !== undefined) {
+            const row = await tx
+              .selectFrom('customers')
+              .select(['id', 'first_name', 'last_name', 'email', 'phone_number', 'billing_address'])
+              .where('id', '=', input.customerId)
+              .where('business_id', '=', businessId)
+              .where('mode', '=', mode)
+              .executeTakeFirst();
+            if (!row)
+              throw new ApiError(422, 'validation_failed', 'No such customer.', [
+                { field: 'customer_id', message: 'is not a customer of this account' },
+              ]);
+            customer = {
+              ...row,
+              billing_address: row.billing_address as Payment['customer']['billing_address'],
+              business_id: businessId,
+            };
+          } else {
+            const c = input.customer as Static<typeof CustomerInputSchema>;
+            const row = await tx
+              .insertInto('customers')
+              .values({
+                business_id: businessId,
+                mode,
+                first_name: c.first_name,
+                last_name: c.last_name,
+                email: c.email,
+                phone_number: c.phone_number,
+                billing_address: JSON.stringify(c.billing_address),
+              })
+              .returning('id')
+              .executeTakeFirstOrThrow();
+            customer = {
+              id: row.id,
+              first_name: c.first_name,
+              last_name: c.last_name,
+              email: c.email,
+              phone_number: c.phone_number,
+              billing_address: c.billing_address,
+              business_id: businessId,
+            };
+          }
+          const payment: Payment = {
+            id: randomUUID(),
+            reference: input.reference,
+            correlation_id: randomUUID(),
+            amount: input.amount,
+            currency: input.currency,
+            description: input.description,
+            date: now.toISOString(),
+            status: 'pending',
+            cancellation_reason: null,
+            mode,
+            customer,
+            metadata: input.metadata,
+            payment_method: null,
+          };
+          await tx
+            .insertInto('payments')
+            .values({
+              id: payment.id,
+              business_id: businessId,
+              mode,
+              reference: payment.reference,
+              status: 'pending',
+              method_type: input.methodType,
+              data: JSON.stringify(payment),
+              expires_at: expiresAt,
+            })
+            .execute();
+          await writeEvent(tx, { type: 'payment.session.created', businessId, mode, payment });
+          return payment;
+        })
+        .catch((error: unknown) => {
+          if ((error as { code?: string }).code === '23505') {
+            throw new ApiError(
+              409,
+              'duplicate_reference',
+              `A payment session with reference ${JSON.stringify(input.reference)} exists already.`,
+              [{ field: 'reference', message: 'is already used' }],
+            );
+          }
+          throw error;
+        });
+      reply.code(201);
+      return { data: envelope(result, expiresAt) };
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/payments/:id',
+    { schema: { response: { 200: Type.Object({ data: PaymentSchema }) } } },
+    async (request) => {
+      const { businessId, mode } = request.principal;
+      const { id } = request.params;
+      const row = UUID.test(id)
+        ? await db
+            .selectFrom('payments')
+            .select('data')
+            .where('id', '=', id)
+            .where('business_id', '=', businessId)
+            .where('mode', '=', mode)
+            .executeTakeFirst()
+        : undefined;
+      if (!row) throw new ApiError(404, 'not_found', `No payment ${JSON.stringify(id)}.`);
+      return { data: row.data as Payment };
+    },
+  );
+
+  app.get<{ Querystring: PageQuery & { status?: string } }>(
+    '/payments',
+    {
+      schema: {
+        querystring: Type.Intersect([
+          PageQuery,
+          Type.Object({ status: Type.Optional(Type.Union(STATUSES.map((s) => Type.Literal(s)))) }),
+        ]),
+        response: { 200: Type.Object({ data: Type.Array(SessionEnvelopeSchema), pagination: Pagination }) },
+      },
+    },
+    async (request) => {
+      const { businessId, mode } = request.principal;
+      const status = request.query.status;
+      const { rows, pagination } = await keysetPage(request.query, (where, order, limit) => {
+        let q = db
+          .selectFrom('payments')
+          .select(['id', 'data', 'expires_at', microsColumn.as('micros')])
+          .where('business_id', '=', businessId)
+          .where('mode', '=', mode)
+          .orderBy('created_at', order)
+          .orderBy('id', order)
+          .limit(limit);
+        if (status) q = q.where('status', '=', status as (typeof STATUSES)[number]);
+        if (where) q = q.where(where);
+        return q.execute();
+      });
+      return { data: rows.map((r) => envelope(r.data as Payment, new Date(r.expires_at))), pagination };
+    },
+  );
+};
