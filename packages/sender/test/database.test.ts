@@ -16,6 +16,7 @@ const MIGRATIONS = [
   '0002_customers',
   '0003_beneficiaries',
   '0004_payments_and_outbox',
+  '0005_capture',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];

@@ -128,6 +128,17 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0005_capture': {
+    async up(db: Kysely<unknown>) {
+      // Capture keeps the payment pending (the spec) and attaches the method's links or account.
+      await db.schema
+        .alterTable('payments')
+        .addColumn('captured_at', 'timestamptz')
+        .addColumn('auth_type', 'text')
+        .addColumn('links', 'jsonb', (c) => c.notNull().defaultTo(sql`'{}'::jsonb`))
+        .execute();
+    },
+  },
 };
 
 /** The migrations, for Kysely's `Migrator`. */

@@ -58,6 +58,9 @@ export interface PaymentsTable {
   data: ColumnType<Record<string, unknown>, string, string>;
   expires_at: ColumnType<Date, Date, Date>;
   created_at: ColumnType<Date, Date | undefined, never>;
+  captured_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  auth_type: string | null;
+  links: ColumnType<Record<string, string>, string | undefined, string>;
 }
 
 /** An event of the outbox, with the exact payload every delivery attempt sends. */

@@ -7,6 +7,7 @@ import { beneficiaryRoutes } from './beneficiaries.js';
 import { customerRoutes } from './customers.js';
 import { ApiError, toApiError } from './errors.js';
 import { paymentRoutes } from './payments.js';
+import { sessionRoutes } from './sessions.js';
 import { settingsRoutes } from './settings.js';
 
 declare module 'fastify' {
@@ -84,5 +85,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(customerRoutes, { database });
   await app.register(beneficiaryRoutes, { database });
   await app.register(paymentRoutes, { database, config });
+  await app.register(sessionRoutes, { database });
   return app;
 }

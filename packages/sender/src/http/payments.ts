@@ -21,7 +21,7 @@ const METHOD_TYPES = ['card', 'bank_account', 'etransfer', 'wallet', 'crypto_add
 const CURRENCIES = ['NGN', 'USD', 'CAD'] as const;
 const STATUSES = ['pending', 'captured', 'settled', 'failed'] as const;
 const MINIMUM_AMOUNT = 100_000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const validCustomer = Compile(CustomerInputSchema);
 const validMetadata = Compile(MetadataSchema);
@@ -39,7 +39,7 @@ export const SessionEnvelopeSchema = Type.Object(
   { title: 'PaymentSessionEnvelope' },
 );
 
-type Payment = Static<typeof PaymentSchema>;
+export type Payment = Static<typeof PaymentSchema>;
 
 /** ISO 8601 UTC with microseconds, as the spec writes `expires_at`. */
 export function isoMicros(date: Date): string {
@@ -166,12 +166,21 @@ const MESSAGES: Record<string, string> = {
   failed: 'Payment failed.',
 };
 
-function envelope(payment: Payment, expiresAt: Date) {
+/**
+ * The session response envelope of a payment, with what its capture attached: a bank transfer
+ * captured and waiting for the money says so (the spec's waiting-for-payment-resolution text).
+ */
+export function envelope(
+  payment: Payment,
+  expiresAt: Date,
+  capture: { auth_type?: string | null; links?: Record<string, string> } = {},
+) {
+  const awaitingTransfer = payment.status === 'pending' && payment.payment_method?.type === 'bank_account';
   return {
-    auth_type: null,
+    auth_type: capture.auth_type ?? null,
     expires_at: isoMicros(expiresAt),
-    links: {},
-    message: MESSAGES[payment.status] ?? '',
+    links: capture.links ?? {},
+    message: (awaitingTransfer ? MESSAGES.captured : MESSAGES[payment.status]) ?? '',
     payment,
     status: payment.status,
   };
@@ -327,7 +336,7 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
       const { rows, pagination } = await keysetPage(request.query, (where, order, limit) => {
         let q = db
           .selectFrom('payments')
-          .select(['id', 'data', 'expires_at', microsColumn.as('micros')])
+          .select(['id', 'data', 'expires_at', 'auth_type', 'links', microsColumn.as('micros')])
           .where('business_id', '=', businessId)
           .where('mode', '=', mode)
           .orderBy('created_at', order)
@@ -337,7 +346,12 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
         if (where) q = q.where(where);
         return q.execute();
       });
-      return { data: rows.map((r) => envelope(r.data as Payment, new Date(r.expires_at))), pagination };
+      return {
+        data: rows.map((r) =>
+          envelope(r.data as Payment, new Date(r.expires_at), { auth_type: r.auth_type, links: r.links }),
+        ),
+        pagination,
+      };
     },
   );
 };

@@ -1,0 +1,233 @@
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
+import type { FastifyPluginAsync } from 'fastify';
+import type { Kysely, Transaction } from 'kysely';
+import { Type } from 'typebox';
+import type { Database } from '../db/database.js';
+import type { Schema } from '../db/schema.js';
+import { ApiError } from './errors.js';
+import { envelope, type Payment, SessionEnvelopeSchema, UUID, writeEvent } from './payments.js';
+
+// The sandbox card declined at capture (DESIGN.md); any other number, 4242424242424242 for one,
+// goes on to 3-D Secure, which the sandbox completion route passes.
+const CARD_DECLINED = '4000000000000002';
+
+const CaptureBody = Type.Object(
+  {
+    card: Type.Optional(
+      Type.Object(
+        {
+          number: Type.String({ pattern: '^[0-9]{12,19}$' }),
+          expiry_month: Type.Integer({ minimum: 1, maximum: 12 }),
+          expiry_year: Type.Integer({ minimum: 2000, maximum: 2100 }),
+          cvv: Type.String({ pattern: '^[0-9]{3,4}$' }),
+        },
+        { additionalProperties: true },
+      ),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+type Row = {
+  id: string;
+  data: Record<string, unknown>;
+  status: string;
+  method_type: string | null;
+  expires_at: Date;
+  captured_at: Date | null;
+  auth_type: string | null;
+  links: Record<string, string>;
+};
+
+/** Loads a session of this business and mode for update, or 404. */
+async function lockSession(
+  tx: Transaction<Schema> | Kysely<Schema>,
+  id: string,
+  businessId: string,
+  mode: string,
+): Promise<Row> {
+  const row = UUID.test(id)
+    ? await tx
+        .selectFrom('payments')
+        .select(['id', 'data', 'status', 'method_type', 'expires_at', 'captured_at', 'auth_type', 'links'])
+        .where('id', '=', id)
+        .where('business_id', '=', businessId)
+        .where('mode', '=', mode as 'test' | 'live')
+        .forUpdate()
+        .executeTakeFirst()
+    : undefined;
+  if (!row) throw new ApiError(404, 'not_found', `No payment session ${JSON.stringify(id)}.`);
+  return row;
+}
+
+/** Moves a payment to `failed` with a reason, and writes its event. */
+async function fail(
+  tx: Transaction<Schema>,
+  row: Row,
+  businessId: string,
+  mode: 'test' | 'live',
+  reason: string,
+): Promise<Payment> {
+  const payment = { ...(row.data as Payment), status: 'failed', cancellation_reason: reason } as Payment;
+  await tx
+    .updateTable('payments')
+    .set({ status: 'failed', data: JSON.stringify(payment) })
+    .where('id', '=', row.id)
+    .execute();
+  await writeEvent(tx, { type: 'payment.session.failed', businessId, mode, payment });
+  return payment;
+}
+
+/**
+ * `POST /payment-sessions/{payment_id}` (capture: the payment stays pending and gets the
+ * method's account or links) and the sandbox's completion route for test keys.
+ */
+export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (app, { database }) => {
+  const { db } = database;
+
+  app.post<{
+    Params: { payment_id: string };
+    Body: { card?: { number: string; expiry_month: number; expiry_year: number; cvv: string } };
+  }>(
+    '/payment-sessions/:payment_id',
+    {
+      schema: {
+        body: Type.Union([CaptureBody, Type.Null()]),
+        response: { 200: Type.Object({ data: SessionEnvelopeSchema }) },
+      },
+    },
+    async (request) => {
+      const { businessId, mode } = request.principal;
+      const origin = `${request.protocol}://${request.host}`;
+      const card = request.body?.card;
+      const result = await db.transaction().execute(async (tx) => {
+        const row = await lockSession(tx, request.params.payment_id, businessId, mode);
+        if (row.status !== 'pending' || row.captured_at !== null) {
+          throw new ApiError(
+            409,
+            'invalid_state',
+            `The session is ${row.captured_at ? 'captured already' : row.status}; only a new pending session can be captured.`,
+          );
+        }
+        if (new Date(row.expires_at).getTime() <= Date.now()) {
+          // Failed and committed (with its event) before the 409 is answered.
+          await fail(tx, row, businessId, mode, 'expired');
+          return 'expired' as const;
+        }
+        const payment = row.data as Payment;
+        const method = row.method_type ?? 'bank_account';
+        const sandbox = (kind: string) => `${origin}/sandbox/pay/${row.id}?method=${kind}`;
+        let authType: string | null = null;
+        let links: Record<string, string> = {};
+        let paymentMethod: Payment['payment_method'] = null;
+        switch (method) {
+          case 'bank_account':
+            paymentMethod = {
+              id: randomUUID(),
+              type: 'bank_account',
+              account_name:
+                `Payhook Checkout / ${payment.customer.first_name} ${payment.customer.last_name}`.trim(),
+              account_number: String(randomInt(1_000_000_000, 9_999_999_999)),
+              account_type: 'savings',
+              bank_name: 'Payhook Sandbox Bank',
+            };
+            break;
+          case 'etransfer':
+            links = { redirect_url: sandbox('etransfer') };
+            break;
+          case 'wallet':
+            links = {
+              checkout_url: sandbox('wallet'),
+              deeplink: `payhook://pay/${row.id}`,
+              payment_url: sandbox('wallet-web'),
+              qr_url: `${origin}/sandbox/qr/${row.id}.png`,
+            };
+            break;
+          case 'crypto_address':
+            paymentMethod = {
+              id: randomUUID(),
+              type: 'crypto_address',
+              address: `0x${randomBytes(20).toString('hex')}`,
+              network: 'ethereum',
+            };
+            break;
+          case 'card': {
+            if (!card)
+              throw new ApiError(422, 'validation_failed', 'A card capture needs the card.', [
+                { field: 'card', message: 'is required for a card payment' },
+              ]);
+            if (card.number === CARD_DECLINED) {
+              const failed = await fail(tx, row, businessId, mode, 'card_declined');
+              return { data: envelope(failed, new Date(row.expires_at)) };
+            }
+            authType = '3ds';
+            links = { redirect_url: sandbox('3ds') };
+            paymentMethod = {
+              id: randomUUID(),
+              type: 'card',
+              card_number: `${card.number.slice(0, 6)}${'*'.repeat(card.number.length - 10)}${card.number.slice(-4)}`,
+              expiry_month: card.expiry_month,
+              expiry_year: card.expiry_year,
+            };
+            break;
+          }
+        }
+        const captured: Payment = { ...payment, payment_method: paymentMethod };
+        await tx
+          .updateTable('payments')
+          .set({
+            data: JSON.stringify(captured),
+            captured_at: new Date(),
+            auth_type: authType,
+            links: JSON.stringify(links),
+          })
+          .where('id', '=', row.id)
+          .execute();
+        return { data: envelope(captured, new Date(row.expires_at), { auth_type: authType, links }) };
+      });
+      if (result === 'expired')
+        throw new ApiError(409, 'session_expired', 'The session expired; create a new one.');
+      return result;
+    },
+  );
+
+  app.post<{ Params: { payment_id: string }; Body: { outcome: 'succeeded' | 'failed' } }>(
+    '/sandbox/payment-sessions/:payment_id/complete',
+    {
+      schema: {
+        body: Type.Object(
+          { outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('failed')]) },
+          { additionalProperties: true },
+        ),
+        response: { 200: Type.Object({ data: SessionEnvelopeSchema }) },
+      },
+    },
+    async (request) => {
+      const { businessId, mode } = request.principal;
+      // The sandbox exists for test keys only: to a live key the route does not exist.
+      if (mode !== 'test') throw new ApiError(404, 'not_found', `No route POST ${request.url}.`);
+      return db.transaction().execute(async (tx) => {
+        const row = await lockSession(tx, request.params.payment_id, businessId, mode);
+        if (row.captured_at === null)
+          throw new ApiError(409, 'not_captured', 'Capture the session before completing it.');
+        if (row.status !== 'pending')
+          throw new ApiError(409, 'invalid_state', `The payment is ${row.status} already.`);
+        if (request.body.outcome === 'failed') {
+          const failed = await fail(tx, row, businessId, mode, 'payment_failed');
+          return { data: envelope(failed, new Date(row.expires_at)) };
+        }
+        // The customer paid: funds received (captured), then credited to the business (settled).
+        const settled = { ...(row.data as Payment), status: 'settled' } as Payment;
+        await tx
+          .updateTable('payments')
+          .set({ status: 'settled', data: JSON.stringify(settled) })
+          .where('id', '=', row.id)
+          .execute();
+        await writeEvent(tx, { type: 'payment.session.succeeded', businessId, mode, payment: settled });
+        return {
+          data: envelope(settled, new Date(row.expires_at), { auth_type: row.auth_type, links: row.links }),
+        };
+      });
+    },
+  );
+};
