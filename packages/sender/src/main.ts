@@ -3,6 +3,7 @@
 import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './db/database.js';
 import { buildApp } from './http/app.js';
+import { expireSessions } from './sweeper.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -10,11 +11,19 @@ async function main(): Promise<void> {
     config.databaseUrl ? { url: config.databaseUrl } : { dataDir: config.dataDir },
   );
   const app = await buildApp({ database, config });
+  // Sessions past their expires_at fail (with their event) within a few seconds.
+  const sweeper = setInterval(() => {
+    expireSessions(database).catch((error: unknown) =>
+      app.log.error({ err: error }, 'expiring sessions failed'),
+    );
+  }, 5000);
+  sweeper.unref();
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, 'shutting down');
+    clearInterval(sweeper);
     await app.close();
     await database.close();
     process.exit(0);

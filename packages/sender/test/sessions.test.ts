@@ -1,7 +1,7 @@
 import { parseEvent, verifyChecksum } from '@payhook/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type Database, loadConfig } from '../src/index.js';
+import { buildApp, type Database, expireSessions, loadConfig } from '../src/index.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
 const customer = {
@@ -238,3 +238,48 @@ describe.each(['pglite', 'postgres'] as const)(
     });
   },
 );
+
+describe.each(['pglite', 'postgres'] as const)('the expiry sweeper on %s', { timeout: 60_000 }, (storage) => {
+  it('fails every pending session past expires_at, once, with its event, and leaves the others', async () => {
+    const { database, cleanup } = await openTestDatabase(storage, 'sweeper');
+    try {
+      const app = await buildApp({
+        database,
+        config: loadConfig({ PAYHOOK_API_KEYS: 'sk_test_sweep:biz-s:test' }),
+        logger: false,
+      });
+      const create = async () => {
+        const res = await app.inject({
+          method: 'POST',
+          url: '/payment-sessions',
+          headers: { authorization: 'Bearer sk_test_sweep' },
+          payload: { customer, description: 'd', currency: 'NGN', amount: 100000, metadata },
+        });
+        return (res.json() as { data: { payment: { id: string } } }).data.payment.id;
+      };
+      const [old1, old2, fresh] = [await create(), await create(), await create()];
+      await database.db
+        .updateTable('payments')
+        .set({ expires_at: new Date(Date.now() - 60_000) })
+        .where('id', 'in', [old1, old2])
+        .execute();
+      expect(await expireSessions(database)).toBe(2);
+      expect(await expireSessions(database)).toBe(0);
+      const rows = await database.db.selectFrom('payments').select(['id', 'status']).execute();
+      expect(Object.fromEntries(rows.map((r) => [r.id, r.status]))).toEqual({
+        [old1]: 'failed',
+        [old2]: 'failed',
+        [fresh]: 'pending',
+      });
+      const failedEvents = await database.db
+        .selectFrom('events')
+        .select('payment_id')
+        .where('type', '=', 'payment.session.failed')
+        .execute();
+      expect(failedEvents.map((e) => e.payment_id).sort()).toEqual([old1, old2].sort());
+      await app.close();
+    } finally {
+      await cleanup();
+    }
+  });
+});
