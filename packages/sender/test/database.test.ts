@@ -17,6 +17,7 @@ const MIGRATIONS = [
   '0003_beneficiaries',
   '0004_payments_and_outbox',
   '0005_capture',
+  '0006_idempotency_keys',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];

@@ -85,6 +85,19 @@ export interface DeliveriesTable {
   created_at: ColumnType<Date, Date | undefined, never>;
 }
 
+/** A POST's first response under its Idempotency-Key, replayed for 24 hours. */
+export interface IdempotencyKeysTable {
+  business_id: string;
+  mode: Mode;
+  key: string;
+  /** SHA-256 of the method, path and canonical body: the same key with another request is refused. */
+  request_hash: string;
+  /** Null while the first request is still running. */
+  response_status: number | null;
+  response_body: string | null;
+  created_at: ColumnType<Date, Date | undefined, Date>;
+}
+
 /** The typed schema of the sender's database; migrations in `migrations.ts` create it. */
 export interface Schema {
   api_keys: ApiKeysTable;
@@ -94,4 +107,5 @@ export interface Schema {
   payments: PaymentsTable;
   events: EventsTable;
   deliveries: DeliveriesTable;
+  idempotency_keys: IdempotencyKeysTable;
 }

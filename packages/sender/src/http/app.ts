@@ -6,6 +6,7 @@ import type { Resolver } from '../net/webhook-url.js';
 import { beneficiaryRoutes } from './beneficiaries.js';
 import { customerRoutes } from './customers.js';
 import { ApiError, toApiError } from './errors.js';
+import { idempotency } from './idempotency.js';
 import { paymentRoutes } from './payments.js';
 import { sessionRoutes } from './sessions.js';
 import { settingsRoutes } from './settings.js';
@@ -79,6 +80,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       'PAYHOOK_ALLOW_PRIVATE_WEBHOOKS is on: webhook URLs may point at private addresses (local development only)',
     );
   }
+
+  idempotency(app, database);
 
   app.get('/healthz', async () => ({ ok: true, storage: database.kind }));
   await app.register(settingsRoutes, { database, config, resolve: options.resolve });
