@@ -1,3 +1,5 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { authenticate, type Principal } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
@@ -66,7 +68,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       );
   });
   app.addHook('onRequest', async (request) => {
-    if (PUBLIC_PATHS.has(request.url.split('?')[0] as string)) return;
+    const path = request.url.split('?')[0] as string;
+    if (PUBLIC_PATHS.has(path) || path.startsWith('/docs/')) return;
     const header = request.headers.authorization ?? '';
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     const principal = match ? await authenticate(database.db, config.apiKeys, match[1] as string) : undefined;
@@ -82,6 +85,23 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   }
 
   idempotency(app, database);
+  // OpenAPI 3.1 generated from the route schemas (the wire shapes come from @payhook/core), and
+  // rendered at /docs with the assets the UI package ships (nothing fetched from elsewhere).
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'payhook reference sender',
+        version: '0.1.0',
+        description:
+          'Payment sessions, payments, customers, beneficiaries and settings; events are delivered to every registered webhook URL.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   app.get('/healthz', async () => ({ ok: true, storage: database.kind }));
   await app.register(settingsRoutes, { database, config, resolve: options.resolve });
