@@ -20,6 +20,10 @@ export interface SenderConfig {
   logLevel: string;
   /** Lifetime of a payment session, in seconds (default one hour). */
   sessionTtlSeconds: number;
+  /** Delivery attempts in flight at once in this instance (default 32). */
+  deliveryConcurrency: number;
+  /** How long a worker's claim on a delivery lasts, in seconds (default 60). */
+  deliveryLeaseSeconds: number;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -31,7 +35,8 @@ export class ConfigError extends Error {
  * Reads the configuration from environment variables, these names exactly: `PORT` (8080), `HOST`
  * (127.0.0.1), `PAYHOOK_DATA_DIR` (./.payhook), `DATABASE_URL`, `PAYHOOK_API_KEYS`
  * (comma-separated `key:businessId:mode`), `PAYHOOK_ALLOW_PRIVATE_WEBHOOKS` (`1` to allow),
- * `LOG_LEVEL` (info), `PAYHOOK_SESSION_TTL_SECONDS` (3600). A bad value is a `ConfigError`
+ * `LOG_LEVEL` (info), `PAYHOOK_SESSION_TTL_SECONDS` (3600), `PAYHOOK_DELIVERY_CONCURRENCY` (32),
+ * `PAYHOOK_DELIVERY_LEASE_SECONDS` (60; more than the 15 s an attempt may take). A bad value is a `ConfigError`
  * naming the variable.
  *
  * @example
@@ -76,5 +81,7 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
     allowPrivateWebhooks: allow === '1',
     logLevel: env.LOG_LEVEL || 'info',
     sessionTtlSeconds: int('PAYHOOK_SESSION_TTL_SECONDS', 3600, 1, 7 * 24 * 3600),
+    deliveryConcurrency: int('PAYHOOK_DELIVERY_CONCURRENCY', 32, 1, 1000),
+    deliveryLeaseSeconds: int('PAYHOOK_DELIVERY_LEASE_SECONDS', 60, 1, 3600),
   };
 }

@@ -6,6 +6,27 @@ export type { Database, DatabaseOptions } from './db/database.js';
 export { appliedMigrations, openDatabase } from './db/database.js';
 export { DataDirLockedError } from './db/lock.js';
 export type { AccountSettingsTable, ApiKeysTable, Mode, Schema } from './db/schema.js';
+export type {
+  AttemptErrorCode,
+  AttemptOutcome,
+  DeliveryClient,
+  DeliveryClientOptions,
+  DeliveryRequest,
+} from './delivery/http-client.js';
+export { createDeliveryClient } from './delivery/http-client.js';
+export type { DeliveryMetrics } from './delivery/metrics.js';
+export { createDeliveryMetrics } from './delivery/metrics.js';
+export { enqueueDeliveries, signedPayload, WAKE_CHANNEL, writeEvent } from './delivery/outbox.js';
+export type { FailedAttempt } from './delivery/schedule.js';
+export {
+  DELIVERY_WINDOW_MS,
+  JITTER,
+  nextAttemptAt,
+  RETRY_DELAYS_MS,
+  retrySchedule,
+} from './delivery/schedule.js';
+export type { DeliveryWorker, DeliveryWorkerOptions, WorkerLogger } from './delivery/worker.js';
+export { createDeliveryWorker } from './delivery/worker.js';
 export type { AppOptions } from './http/app.js';
 export { buildApp } from './http/app.js';
 export { ApiError } from './http/errors.js';

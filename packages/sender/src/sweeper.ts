@@ -1,6 +1,6 @@
 import type { Database } from './db/database.js';
+import { writeEvent } from './delivery/outbox.js';
 import type { Payment } from './http/payments.js';
-import { writeEvent } from './http/payments.js';
 
 /**
  * Fails the sessions whose `expires_at` has passed without payment (`cancellation_reason:

@@ -18,6 +18,12 @@ export type DatabaseOptions =
 export interface Database {
   db: Kysely<Schema>;
   kind: 'pglite' | 'postgres';
+  /**
+   * Calls `onNotify` for each NOTIFY on `channel` (delivered when the notifying transaction
+   * commits, from any instance on the same database). Resolves once listening; the returned
+   * function stops. On PostgreSQL a dropped listening connection is reopened after a second.
+   */
+  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   /** Closes connections and releases the data directory's lock. */
   close(): Promise<void>;
 }
@@ -39,6 +45,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let db: Kysely<Schema>;
   let kind: Database['kind'];
   let release = async () => {};
+  let listen: Database['listen'];
   if ('dataDir' in options) {
     await mkdir(options.dataDir, { recursive: true });
     release = await lockDataDir(options.dataDir);
@@ -46,6 +53,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       const pglite = new PGlite(options.dataDir);
       await pglite.waitReady;
       db = new Kysely<Schema>({ dialect: pgliteDialect(pglite) });
+      listen = async (channel, onNotify) => {
+        const unsubscribe = await pglite.listen(channel, () => onNotify());
+        return async () => {
+          if (!pglite.closed) await unsubscribe();
+        };
+      };
     } catch (error) {
       await release();
       throw error;
@@ -67,6 +80,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     pool.on('error', () => {});
     db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     kind = 'postgres';
+    listen = (channel, onNotify) => listenOnPostgres(options.url, channel, onNotify);
   }
   try {
     await withMigrationLock(options, async () => {
@@ -86,6 +100,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   return {
     db,
     kind,
+    listen,
     async close() {
       await db.destroy();
       await release();
@@ -113,6 +128,44 @@ async function withMigrationLock(options: DatabaseOptions, fn: () => Promise<voi
     await client.query('select pg_advisory_unlock(hashtext($1))', [key]).catch(() => {});
     await client.end();
   }
+}
+
+/** LISTEN on a connection of its own, reopened after a second whenever it drops. */
+async function listenOnPostgres(
+  url: string,
+  channel: string,
+  onNotify: () => void,
+): Promise<() => Promise<void>> {
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const open = async () => {
+    const next = new pg.Client({ connectionString: url });
+    next.on('notification', (message) => {
+      if (message.channel === channel) onNotify();
+    });
+    next.on('error', () => {
+      next.end().catch(() => {});
+      if (client === next) reopen();
+    });
+    await next.connect();
+    await next.query(`listen ${pg.escapeIdentifier(channel)}`);
+    client = next;
+    // Work may have been queued while no one listened.
+    onNotify();
+  };
+  const reopen = () => {
+    client = undefined;
+    if (stopped) return;
+    retry = setTimeout(() => open().catch(reopen), 1000);
+    retry.unref();
+  };
+  await open();
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    await client?.end().catch(() => {});
+  };
 }
 
 /** The migrations applied to a database, oldest first (for diagnostics and tests). */

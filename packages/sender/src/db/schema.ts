@@ -83,6 +83,32 @@ export interface DeliveriesTable {
   attempts: Generated<number>;
   next_attempt_at: ColumnType<Date, Date | undefined, Date>;
   created_at: ColumnType<Date, Date | undefined, never>;
+  /** Set while a worker holds the delivery; only that worker may record its attempt. */
+  claim_token: string | null;
+  first_attempt_at: Date | null;
+  last_attempt_at: Date | null;
+  /** When it was delivered, or failed for good. */
+  finished_at: Date | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  /** The delivery that a redelivery made in place of this failed one. */
+  superseded_by: string | null;
+}
+
+/** One attempt of a delivery: what was sent where, and what came back. */
+export interface DeliveryAttemptsTable {
+  id: Generated<string>;
+  delivery_id: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  url: string;
+  started_at: Date;
+  latency_ms: number;
+  status_code: number | null;
+  /** The first 4 KiB of the response body. */
+  response_body: string | null;
+  error_code: string | null;
+  error_message: string | null;
 }
 
 /** A POST's first response under its Idempotency-Key, replayed for 24 hours. */
@@ -107,5 +133,6 @@ export interface Schema {
   payments: PaymentsTable;
   events: EventsTable;
   deliveries: DeliveriesTable;
+  delivery_attempts: DeliveryAttemptsTable;
   idempotency_keys: IdempotencyKeysTable;
 }

@@ -4,10 +4,12 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { authenticate, type Principal } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
+import { createDeliveryMetrics, type DeliveryMetrics } from '../delivery/metrics.js';
 import type { Resolver } from '../net/webhook-url.js';
 import { beneficiaryRoutes } from './beneficiaries.js';
 import { customerRoutes } from './customers.js';
 import { ApiError, toApiError } from './errors.js';
+import { eventRoutes } from './events.js';
 import { idempotency } from './idempotency.js';
 import { paymentRoutes } from './payments.js';
 import { sessionRoutes } from './sessions.js';
@@ -26,11 +28,18 @@ export interface AppOptions {
   config: SenderConfig;
   /** Resolves webhook host names (injectable for tests). */
   resolve?: Resolver;
+  /**
+   * The delivery metrics `/metrics` exposes; give the worker's, so its attempt counters show
+   * (default: new metrics, whose queue gauges still read the shared database).
+   */
+  metrics?: DeliveryMetrics;
   /** Fastify's logger option (default: pino at `config.logLevel`). */
   logger?: boolean | { level: string };
 }
 
 const PUBLIC_PATHS = new Set(['/healthz', '/openapi.json', '/docs', '/metrics']);
+// The UI's assets, and the sandbox pages a payer's browser opens from capture links.
+const PUBLIC_PREFIXES = ['/docs/', '/sandbox/pay/', '/sandbox/qr/'];
 
 /**
  * Builds the sender's HTTP service: JSON Schema validation without type coercion of bodies, one
@@ -69,7 +78,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   app.addHook('onRequest', async (request) => {
     const path = request.url.split('?')[0] as string;
-    if (PUBLIC_PATHS.has(path) || path.startsWith('/docs/')) return;
+    if (PUBLIC_PATHS.has(path) || PUBLIC_PREFIXES.some((prefix) => path.startsWith(prefix))) return;
     const header = request.headers.authorization ?? '';
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     const principal = match ? await authenticate(database.db, config.apiKeys, match[1] as string) : undefined;
@@ -104,10 +113,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   app.get('/healthz', async () => ({ ok: true, storage: database.kind }));
+  const metrics = options.metrics ?? createDeliveryMetrics(database);
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+    reply.type(metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
   await app.register(settingsRoutes, { database, config, resolve: options.resolve });
   await app.register(customerRoutes, { database });
   await app.register(beneficiaryRoutes, { database });
   await app.register(paymentRoutes, { database, config });
   await app.register(sessionRoutes, { database });
+  await app.register(eventRoutes, { database });
   return app;
 }

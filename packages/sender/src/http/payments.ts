@@ -1,18 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import {
-  CustomerInputSchema,
-  canonicalJson,
-  computeChecksum,
-  MetadataSchema,
-  PaymentSchema,
-} from '@payhook/core';
+import { CustomerInputSchema, MetadataSchema, PaymentSchema } from '@payhook/core';
 import type { FastifyPluginAsync } from 'fastify';
-import type { Kysely, Transaction } from 'kysely';
 import { type Static, Type } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
-import type { Mode, Schema } from '../db/schema.js';
+import { writeEvent } from '../delivery/outbox.js';
 import { ApiError, type FieldError } from './errors.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
@@ -119,44 +112,6 @@ function readSessionRequest(body: Record<string, unknown>) {
     methodType,
     reference: (reference as string | undefined) ?? `ref_${randomBytes(12).toString('hex')}`,
   };
-}
-
-/**
- * Writes an event of the outbox in the caller's transaction: its payload signed once with the
- * receiving business's id (data in RFC 8785 order, so every payhook receiver verifies it on its
- * fast path), and one delivery per webhook URL registered for that business and mode.
- */
-export async function writeEvent(
-  tx: Transaction<Schema> | Kysely<Schema>,
-  event: { type: string; businessId: string; mode: Mode; payment: Payment },
-): Promise<string> {
-  const id = randomUUID();
-  const checksum = computeChecksum(event.type, event.payment, event.businessId);
-  const payload = `{"event":${JSON.stringify(event.type)},"data":${canonicalJson(event.payment)},"checksum":"${checksum}"}`;
-  await tx
-    .insertInto('events')
-    .values({
-      id,
-      business_id: event.businessId,
-      mode: event.mode,
-      type: event.type,
-      payment_id: event.payment.id,
-      payload,
-    })
-    .execute();
-  const settings = await tx
-    .selectFrom('account_settings')
-    .select('webhook_urls')
-    .where('business_id', '=', event.businessId)
-    .where('mode', '=', event.mode)
-    .executeTakeFirst();
-  const urls = settings?.webhook_urls ?? [];
-  if (urls.length > 0)
-    await tx
-      .insertInto('deliveries')
-      .values(urls.map((url) => ({ event_id: id, url })))
-      .execute();
-  return id;
 }
 
 const MESSAGES: Record<string, string> = {

@@ -4,8 +4,9 @@ import type { Kysely, Transaction } from 'kysely';
 import { Type } from 'typebox';
 import type { Database } from '../db/database.js';
 import type { Schema } from '../db/schema.js';
+import { writeEvent } from '../delivery/outbox.js';
 import { ApiError } from './errors.js';
-import { envelope, type Payment, SessionEnvelopeSchema, UUID, writeEvent } from './payments.js';
+import { envelope, type Payment, SessionEnvelopeSchema, UUID } from './payments.js';
 
 // The sandbox card declined at capture (DESIGN.md); any other number, 4242424242424242 for one,
 // goes on to 3-D Secure, which the sandbox completion route passes.

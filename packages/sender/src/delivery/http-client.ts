@@ -1,0 +1,378 @@
+// One webhook attempt over HTTP, as DESIGN.md ("The reference sender": delivery, webhook URLs)
+// describes it: success is 200 exactly, redirects are failures, 5 s to connect, 15 s in all, and the
+// connection only ever goes to an address that was checked to be public (no SSRF, no DNS rebinding).
+import type { LookupAddress, LookupOptions } from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { Agent, request } from 'undici';
+import { classifyAddress } from '../net/public-address.js';
+import { checkWebhookUrl, type Resolver, systemResolver } from '../net/webhook-url.js';
+
+/** Why an attempt failed: the URL checks' codes, then the transport's and the response's. */
+export type AttemptErrorCode =
+  | 'invalid_url'
+  | 'unsupported_scheme'
+  | 'credentials_in_url'
+  | 'unresolvable_host'
+  | 'non_public_address'
+  | 'connect_timeout'
+  | 'timeout'
+  | 'connection_refused'
+  | 'network_error'
+  | 'redirect'
+  | 'unexpected_status';
+
+/** What one attempt did: recorded as it is with the delivery. */
+export interface AttemptOutcome {
+  /** True only for HTTP 200 exactly (the spec's definition of a delivered event). */
+  ok: boolean;
+  /** The response status, or `null` when no response arrived. */
+  statusCode: number | null;
+  /** From the start of the attempt (URL check included) to the end of the body read, or the failure. */
+  latencyMs: number;
+  /**
+   * The first `maxResponseBytes` of the response body, UTF-8 decoded (a character cut at the limit is
+   * dropped); `null` when no response arrived or its body was empty.
+   */
+  responseBody: string | null;
+  /** Why the attempt failed; `null` if and only if `ok`. */
+  error: { code: AttemptErrorCode; message: string } | null;
+}
+
+/** Options of {@link createDeliveryClient}. */
+export interface DeliveryClientOptions {
+  /** Resolves host names, at the URL check and again at connect time (default: the system resolver). */
+  resolve?: Resolver;
+  /** Deliver to private, loopback and other non-public addresses (local development only). */
+  allowPrivate?: boolean;
+  /** Time to resolve and connect (TLS handshake included), in ms (default 5000). */
+  connectTimeoutMs?: number;
+  /** Time for the whole attempt, reading the response body included, in ms (default 15000). */
+  totalTimeoutMs?: number;
+  /** How much of a response body is read and kept, in bytes (default 4096); the rest is discarded. */
+  maxResponseBytes?: number;
+  /** The `user-agent` header (default `payhook-sender`). */
+  userAgent?: string;
+  /** Most connections kept open per origin (default: no limit). */
+  connectionsPerOrigin?: number;
+}
+
+/** One webhook request: the exact bytes to send and any extra headers. */
+export interface DeliveryRequest {
+  url: string;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+/** Sends webhook attempts over one shared, keep-alive connection pool. */
+export interface DeliveryClient {
+  /** Makes one attempt; never throws: every failure is an {@link AttemptOutcome}. */
+  send(request: DeliveryRequest): Promise<AttemptOutcome>;
+  /** Closes the pool once the attempts in flight are done. */
+  close(): Promise<void>;
+}
+
+const DEFAULTS = {
+  connectTimeoutMs: 5000,
+  totalTimeoutMs: 15_000,
+  maxResponseBytes: 4096,
+  userAgent: 'payhook-sender',
+};
+
+/** Raised inside the connect-time lookup; carries the outcome code through undici unchanged. */
+class RefusedLookupError extends Error {
+  constructor(
+    readonly refusal: 'non_public_address' | 'unresolvable_host',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RefusedLookupError';
+  }
+}
+
+/**
+ * Builds the `lookup` hook of the sockets: resolve with the injected resolver, refuse unless every
+ * address is public, and hand the socket exactly the addresses that were vetted. Node calls it for
+ * host names only (IP literals skip it; the attempt-time URL check covers those), and it runs again
+ * for every new connection, so a name that now resolves somewhere private is caught even though the
+ * attempt-time check passed a moment ago (DNS rebinding).
+ */
+function createVettedLookup(resolve: Resolver, allowPrivate: boolean): LookupFunction {
+  const vet = async (hostname: string): Promise<string[]> => {
+    let addresses: string[];
+    try {
+      addresses = [...(await resolve(hostname))];
+    } catch (cause) {
+      throw new RefusedLookupError(
+        'unresolvable_host',
+        `${hostname} could not be resolved (${(cause as Error).message}).`,
+      );
+    }
+    if (addresses.length === 0)
+      throw new RefusedLookupError('unresolvable_host', `${hostname} has no address.`);
+    // An address that is not an IP at all (a broken resolver) is refused even with allowPrivate:
+    // the socket could not connect to it anyway.
+    const refused = addresses
+      .map((address) => ({ address, class: classifyAddress(address) }))
+      .filter((c) => c.class === 'invalid' || (!allowPrivate && c.class !== 'public'));
+    if (refused.length > 0) {
+      throw new RefusedLookupError(
+        'non_public_address',
+        `${hostname} resolves to a non-public address at connect time (${refused.map((c) => `${c.address}: ${c.class}`).join(', ')}); webhook URLs must be publicly reachable.`,
+      );
+    }
+    return addresses;
+  };
+
+  return (hostname, options: LookupOptions, callback) => {
+    vet(hostname).then(
+      (vetted) => {
+        const entries: LookupAddress[] = vetted
+          .map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
+          .filter((entry) => !options.family || entry.family === options.family);
+        const first = entries[0];
+        if (!first) {
+          const error = new RefusedLookupError(
+            'unresolvable_host',
+            `${hostname} has no IPv${options.family} address.`,
+          );
+          callback(error, '', 0);
+        } else if (options.all) {
+          // Node asks for every address when autoSelectFamily (happy eyeballs, the default since
+          // Node 20) is on, and for one address otherwise.
+          callback(null, entries);
+        } else {
+          callback(null, first.address, first.family);
+        }
+      },
+      (error: Error) => callback(error, '', 0),
+    );
+  };
+}
+
+const positiveInteger = (name: string, value: number | undefined, fallback: number): number => {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value <= 0) {
+    throw new TypeError(`Invalid ${name}: ${value} (expected a positive integer)`);
+  }
+  return value;
+};
+
+/** Maps a transport error from undici or Node to a stable code and a message saying what happened. */
+function describeError(
+  error: unknown,
+  context: { host: string; timedOut: boolean; totalTimeoutMs: number; connectTimeoutMs: number },
+): { code: AttemptErrorCode; message: string } {
+  if (context.timedOut) {
+    return {
+      code: 'timeout',
+      message: `No complete response from ${context.host} within ${context.totalTimeoutMs} ms.`,
+    };
+  }
+  if (error instanceof RefusedLookupError) return { code: error.refusal, message: error.message };
+  const err = error as { code?: string; message?: string; errors?: unknown[] };
+  // With happy eyeballs, a failure on every address arrives as an AggregateError of the attempts.
+  const inner = (err.errors?.[0] ?? {}) as { code?: string };
+  const code = err.code ?? inner.code;
+  switch (code) {
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return {
+        code: 'connect_timeout',
+        message: `Could not connect to ${context.host} within ${context.connectTimeoutMs} ms.`,
+      };
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'UND_ERR_BODY_TIMEOUT':
+      return {
+        code: 'timeout',
+        message: `No complete response from ${context.host} within ${context.totalTimeoutMs} ms.`,
+      };
+    case 'ECONNREFUSED':
+      return {
+        code: 'connection_refused',
+        message: `${context.host} refused the connection (nothing listens on that port).`,
+      };
+    default:
+      return {
+        code: 'network_error',
+        message: `Request to ${context.host} failed: ${code ? `${code}: ` : ''}${err.message ?? String(error)}`,
+      };
+  }
+}
+
+/**
+ * Creates the client that makes webhook attempts: a JSON POST over a shared keep-alive pool. Every
+ * attempt checks the URL first ({@link checkWebhookUrl}: scheme, credentials, public addresses
+ * only); every new connection resolves the host again and connects only to the addresses it just
+ * vetted, so DNS rebinding cannot point a checked name at an internal service. Redirects are
+ * reported, never followed. Only 200 counts as delivered.
+ *
+ * @example
+ * ```ts
+ * const client = createDeliveryClient();
+ * const outcome = await client.send({
+ *   url: 'https://merchant.example/webhooks/',
+ *   body: JSON.stringify(event),
+ *   headers: { 'x-payhook-attempt': '1' },
+ * });
+ * if (!outcome.ok) console.warn(outcome.error?.code, outcome.error?.message);
+ * await client.close();
+ * ```
+ */
+export function createDeliveryClient(options: DeliveryClientOptions = {}): DeliveryClient {
+  const resolve = options.resolve ?? systemResolver;
+  const allowPrivate = options.allowPrivate ?? false;
+  const connectTimeoutMs = positiveInteger(
+    'connectTimeoutMs',
+    options.connectTimeoutMs,
+    DEFAULTS.connectTimeoutMs,
+  );
+  const totalTimeoutMs = positiveInteger('totalTimeoutMs', options.totalTimeoutMs, DEFAULTS.totalTimeoutMs);
+  const maxResponseBytes = positiveInteger(
+    'maxResponseBytes',
+    options.maxResponseBytes,
+    DEFAULTS.maxResponseBytes,
+  );
+  const connections =
+    options.connectionsPerOrigin === undefined
+      ? null
+      : positiveInteger('connectionsPerOrigin', options.connectionsPerOrigin, 1);
+  const userAgent = options.userAgent ?? DEFAULTS.userAgent;
+
+  const agent = new Agent({
+    connections,
+    connect: { timeout: connectTimeoutMs, lookup: createVettedLookup(resolve, allowPrivate) },
+    // The attempt's own deadline (an abort signal) bounds everything; these only keep undici's
+    // 300 s defaults from outliving it.
+    headersTimeout: totalTimeoutMs,
+    bodyTimeout: totalTimeoutMs,
+  });
+
+  async function send(delivery: DeliveryRequest): Promise<AttemptOutcome> {
+    const started = performance.now();
+    const finish = (outcome: Omit<AttemptOutcome, 'latencyMs'>): AttemptOutcome => ({
+      ...outcome,
+      latencyMs: Math.round(performance.now() - started),
+    });
+
+    let host = delivery.url;
+    let statusCode: number | null = null;
+    // Filled as the body arrives, so that an attempt timing out mid-body still records what came.
+    const received: Buffer[] = [];
+    const controller = new AbortController();
+    let timedOut = false;
+    // Started before the URL check: the resolver is part of the attempt and may hang too.
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, totalTimeoutMs);
+
+    try {
+      const check = await Promise.race([
+        checkWebhookUrl(delivery.url, { resolve, allowPrivate }),
+        new Promise<never>((_, reject) =>
+          controller.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
+        ),
+      ]);
+      if (!check.ok) {
+        return finish({
+          ok: false,
+          statusCode: null,
+          responseBody: null,
+          error: { code: check.code, message: check.message },
+        });
+      }
+      host = check.url.host;
+
+      const headers: Record<string, string> = { 'user-agent': userAgent };
+      for (const [name, value] of Object.entries(delivery.headers ?? {})) headers[name.toLowerCase()] = value;
+      headers['content-type'] = 'application/json';
+
+      const response = await request(check.url, {
+        dispatcher: agent,
+        method: 'POST',
+        headers,
+        body: delivery.body,
+        signal: controller.signal,
+      });
+      statusCode = response.statusCode;
+      const complete = await readCapped(response.body, maxResponseBytes, received);
+      const outcome = finish({
+        statusCode,
+        responseBody: decodeCapped(received, maxResponseBytes),
+        ...judgeStatus(host, statusCode, response.headers.location),
+      });
+      if (complete) {
+        // undici hands a kept-alive socket back to its pool one event-loop turn after the response
+        // ends (a setImmediate, in case the server closes it anyway); waiting for that turn lets the
+        // next send to this origin reuse the connection instead of opening a second one.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      return outcome;
+    } catch (error) {
+      return finish({
+        ok: false,
+        statusCode,
+        responseBody: decodeCapped(received, maxResponseBytes),
+        error: describeError(error, { host, timedOut, totalTimeoutMs, connectTimeoutMs }),
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  return {
+    send,
+    close: () => agent.close(),
+  };
+}
+
+/** Success is 200 exactly (the spec); redirects are reported, never followed. */
+function judgeStatus(
+  host: string,
+  statusCode: number,
+  location: string | string[] | undefined,
+): Pick<AttemptOutcome, 'ok' | 'error'> {
+  if (statusCode === 200) return { ok: true, error: null };
+  if (statusCode >= 300 && statusCode < 400) {
+    const target = Array.isArray(location) ? location[0] : location;
+    return {
+      ok: false,
+      error: {
+        code: 'redirect',
+        message: `${host} answered ${statusCode}${target ? ` (to ${target})` : ''}; redirects are not followed, so register the final URL.`,
+      },
+    };
+  }
+  return {
+    ok: false,
+    error: {
+      code: 'unexpected_status',
+      message: `${host} answered ${statusCode}; only 200 acknowledges a webhook.`,
+    },
+  };
+}
+
+/**
+ * Reads at most `limit` bytes of a body into `chunks`, then destroys the stream so that a huge or
+ * endless body costs nothing more (the connection is dropped rather than drained). Returns true
+ * when the body was read to its end, which leaves the connection in the pool.
+ */
+async function readCapped(body: AsyncIterable<Buffer>, limit: number, chunks: Buffer[]): Promise<boolean> {
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    // Leaving the loop early destroys the stream, and with it the connection.
+    if (size > limit) return false;
+  }
+  return true;
+}
+
+/** The first `limit` bytes as text; `null` for an empty or absent body. */
+function decodeCapped(chunks: Buffer[], limit: number): string | null {
+  if (chunks.length === 0) return null;
+  const bytes = Buffer.concat(chunks).subarray(0, limit);
+  if (bytes.length === 0) return null;
+  // stream: true holds back a multi-byte character cut at the limit instead of emitting U+FFFD.
+  return new TextDecoder().decode(bytes, { stream: true });
+}

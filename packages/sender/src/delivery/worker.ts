@@ -1,0 +1,324 @@
+import { performance } from 'node:perf_hooks';
+import { sql } from 'kysely';
+import type { Database } from '../db/database.js';
+import type { Resolver } from '../net/webhook-url.js';
+import { type AttemptOutcome, createDeliveryClient, type DeliveryClient } from './http-client.js';
+import type { DeliveryMetrics } from './metrics.js';
+import { WAKE_CHANNEL } from './outbox.js';
+import { nextAttemptAt } from './schedule.js';
+
+/** The few logger methods the worker uses (pino's, Fastify's `app.log`). */
+export interface WorkerLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** Options of {@link createDeliveryWorker}. */
+export interface DeliveryWorkerOptions {
+  database: Database;
+  /** Sends the attempts (default: {@link createDeliveryClient} with `resolve` and `allowPrivate`). */
+  client?: DeliveryClient;
+  /** Resolves webhook host names, for the default client (injectable for tests). */
+  resolve?: Resolver;
+  /** Development switch: deliver to private addresses too (the default client's option). */
+  allowPrivate?: boolean;
+  /** Attempts in flight at once, over every URL (default 32). */
+  concurrency?: number;
+  /** Attempts in flight at once to one URL, so one slow receiver cannot starve the others (default 4). */
+  perUrlConcurrency?: number;
+  /** How long a claim holds a delivery; past it another worker takes it over (default 60 s). */
+  leaseMs?: number;
+  /** How often to look for due retries when nothing wakes the worker (default 1 s). */
+  pollIntervalMs?: number;
+  /** How long `stop()` waits for attempts in flight before releasing them (default 10 s). */
+  shutdownGraceMs?: number;
+  /** The clock (injectable: a test runs 48 hours in milliseconds). */
+  now?: () => Date;
+  /** The random source of the retry jitter, in [0, 1). */
+  random?: () => number;
+  metrics?: DeliveryMetrics;
+  logger?: WorkerLogger;
+}
+
+/** The delivery worker of one sender instance. */
+export interface DeliveryWorker {
+  /** Listens for new events and polls for due retries until `stop()`. */
+  start(): Promise<void>;
+  /** Looks for due deliveries now (new events wake it by themselves). */
+  wake(): void;
+  /**
+   * Claims and attempts every delivery due now, and waits until none is due and none is in flight.
+   * Returns the number of attempts made. For tests and tools that drive the clock themselves.
+   */
+  runDue(): Promise<number>;
+  /** Stops claiming, lets attempts in flight finish within the grace period, releases the rest. */
+  stop(): Promise<void>;
+}
+
+/** A claimed delivery, with what its attempt sends. */
+interface Claim {
+  id: string;
+  token: string;
+  event_id: string;
+  url: string;
+  attempts: number;
+  first_attempt_at: Date | null;
+  payload: string;
+}
+
+const silent: WorkerLogger = { info() {}, warn() {}, error() {} };
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1) {
+    throw new TypeError(`Invalid ${name}: ${value} (a positive integer).`);
+  }
+  return value;
+}
+
+/**
+ * Creates the worker that delivers the outbox: it claims due deliveries with `FOR UPDATE SKIP
+ * LOCKED` under a lease (so several instances on one PostgreSQL share the work, and a killed
+ * worker's claims come back when the lease ends), posts each event's signed bytes to its URL,
+ * records every attempt, and schedules the retries of DESIGN.md until 48 hours after the first
+ * attempt. New events wake it at once (NOTIFY on commit); retries are found by polling.
+ *
+ * @example
+ * ```ts
+ * const worker = createDeliveryWorker({ database, logger: app.log });
+ * await worker.start();
+ * process.on('SIGTERM', () => worker.stop());
+ * ```
+ */
+export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
+  const { database, metrics } = options;
+  const db = database.db;
+  const concurrency = positive('concurrency', options.concurrency, 32);
+  const perUrl = positive('perUrlConcurrency', options.perUrlConcurrency, 4);
+  const leaseMs = positive('leaseMs', options.leaseMs, 60_000);
+  const pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs, 1000);
+  const graceMs = options.shutdownGraceMs ?? 10_000;
+  const now = options.now ?? (() => new Date());
+  const random = options.random ?? Math.random;
+  const log = options.logger ?? silent;
+  const ownClient = options.client === undefined;
+  const client =
+    options.client ?? createDeliveryClient({ resolve: options.resolve, allowPrivate: options.allowPrivate });
+
+  const inFlight = new Map<string, { claim: Claim; done: Promise<void> }>();
+  const perUrlCount = new Map<string, number>();
+  let stopping = false;
+  let timer: NodeJS.Timeout | undefined;
+  let unlisten: (() => Promise<void>) | undefined;
+  let pumping: Promise<number> | undefined;
+  let again = false;
+
+  /** Claims up to `limit` due deliveries, skipping URLs that have no free slot. */
+  async function claim(limit: number): Promise<Claim[]> {
+    const saturated = [...perUrlCount].filter(([, n]) => n >= perUrl).map(([url]) => url);
+    const at = now();
+    const leaseEnd = new Date(at.getTime() + leaseMs);
+    const result = await sql<Claim>`
+      with due as (
+        select id from deliveries
+        where status = 'pending' and next_attempt_at <= ${at}
+          ${saturated.length > 0 ? sql`and url <> all(${saturated}::text[])` : sql``}
+        order by next_attempt_at
+        limit ${limit}
+        for update skip locked
+      )
+      update deliveries d
+      set claim_token = gen_random_uuid(), next_attempt_at = ${leaseEnd}
+      from due, events e
+      where d.id = due.id and e.id = d.event_id
+      returning d.id, d.claim_token as token, d.event_id, d.url, d.attempts, d.first_attempt_at, e.payload`.execute(
+      db,
+    );
+    return result.rows;
+  }
+
+  /** Gives claims back at once (a URL over its limit, or a shutdown): due again, unclaimed. */
+  async function release(claims: readonly Claim[]): Promise<void> {
+    if (claims.length === 0) return;
+    await sql`
+      update deliveries set claim_token = null, next_attempt_at = ${now()}
+      where claim_token = any(${claims.map((c) => c.token)}::uuid[]) and status = 'pending'`.execute(db);
+  }
+
+  /** Writes the attempt and the delivery's next state, if this worker still holds the claim. */
+  async function record(claim: Claim, startedAt: Date, outcome: AttemptOutcome): Promise<void> {
+    const attempts = claim.attempts + 1;
+    const first = claim.first_attempt_at ?? startedAt;
+    const next = outcome.ok
+      ? null
+      : nextAttemptAt({ attempts, firstAttemptAt: first, lastAttemptAt: startedAt }, random);
+    const status = outcome.ok ? 'delivered' : next === null ? 'failed' : 'pending';
+    const kept = await db.transaction().execute(async (tx) => {
+      const updated = await tx
+        .updateTable('deliveries')
+        .set({
+          status,
+          attempts,
+          first_attempt_at: first,
+          last_attempt_at: startedAt,
+          last_status_code: outcome.statusCode,
+          last_error: outcome.error?.message ?? null,
+          claim_token: null,
+          ...(next ? { next_attempt_at: next } : { finished_at: now() }),
+        })
+        .where('id', '=', claim.id)
+        .where('claim_token', '=', claim.token)
+        .executeTakeFirst();
+      if (updated.numUpdatedRows === 0n) return false;
+      await tx
+        .insertInto('delivery_attempts')
+        .values({
+          delivery_id: claim.id,
+          attempt: attempts,
+          url: claim.url,
+          started_at: startedAt,
+          latency_ms: Math.round(outcome.latencyMs),
+          status_code: outcome.statusCode,
+          response_body: outcome.responseBody,
+          error_code: outcome.error?.code ?? null,
+          error_message: outcome.error?.message ?? null,
+        })
+        .execute();
+      return true;
+    });
+    if (!kept) {
+      log.warn({ delivery: claim.id, url: claim.url }, 'delivery lease lost before its attempt was recorded');
+    } else if (status === 'failed') {
+      log.warn({ delivery: claim.id, url: claim.url, attempts }, 'delivery failed for good: 48 hours passed');
+    }
+  }
+
+  async function attempt(claim: Claim): Promise<void> {
+    const startedAt = now();
+    const t0 = performance.now();
+    const outcome = await client.send({
+      url: claim.url,
+      body: claim.payload,
+      // For the receiver's logs only: not signed, never trusted for security (DESIGN.md).
+      headers: {
+        'payhook-event-id': claim.event_id,
+        'payhook-delivery-id': claim.id,
+        'payhook-attempt': String(claim.attempts + 1),
+      },
+    });
+    const label = outcome.ok ? 'delivered' : (outcome.error?.code ?? 'failed');
+    metrics?.attempts.inc({ outcome: label });
+    metrics?.attemptDuration.observe({ outcome: label }, (performance.now() - t0) / 1000);
+    await record(claim, startedAt, outcome);
+  }
+
+  function begin(claim: Claim): void {
+    perUrlCount.set(claim.url, (perUrlCount.get(claim.url) ?? 0) + 1);
+    const done = attempt(claim)
+      .catch((error: unknown) =>
+        log.error({ err: error, delivery: claim.id }, 'recording a delivery attempt failed'),
+      )
+      .finally(() => {
+        inFlight.delete(claim.id);
+        const left = (perUrlCount.get(claim.url) ?? 1) - 1;
+        if (left === 0) perUrlCount.delete(claim.url);
+        else perUrlCount.set(claim.url, left);
+        // A free slot: more work may be due, for this URL or another.
+        if (!stopping) wake();
+      });
+    inFlight.set(claim.id, { claim, done });
+  }
+
+  /** Fills the free slots with due deliveries. Returns how many attempts it started. */
+  async function fill(): Promise<number> {
+    let started = 0;
+    while (!stopping) {
+      const free = concurrency - inFlight.size;
+      if (free <= 0) break;
+      const claims = await claim(free);
+      const over: Claim[] = [];
+      for (const c of claims) {
+        if ((perUrlCount.get(c.url) ?? 0) >= perUrl || stopping) over.push(c);
+        else {
+          begin(c);
+          started++;
+        }
+      }
+      // Rows of a URL at its limit go back at once; that URL is left out of the next claim.
+      await release(over);
+      if (claims.length < free) break;
+    }
+    return started;
+  }
+
+  /** One pass at a time; a wake-up during a pass runs another after it. */
+  function pump(): Promise<number> {
+    if (pumping) {
+      again = true;
+      return pumping;
+    }
+    pumping = (async () => {
+      let started = 0;
+      do {
+        again = false;
+        started += await fill();
+      } while (again && !stopping);
+      return started;
+    })().finally(() => {
+      pumping = undefined;
+    });
+    return pumping;
+  }
+
+  function wake(): void {
+    if (stopping) return;
+    pump().catch((error: unknown) => log.error({ err: error }, 'claiming deliveries failed'));
+  }
+
+  return {
+    async start() {
+      unlisten = await database.listen(WAKE_CHANNEL, wake);
+      timer = setInterval(wake, pollIntervalMs);
+      timer.unref();
+      wake();
+    },
+    wake,
+    async runDue() {
+      let made = 0;
+      for (;;) {
+        made += await pump();
+        if (inFlight.size === 0) {
+          // Nothing running: one more look, in case a pass ended as the last attempt finished.
+          const started = await pump();
+          made += started;
+          if (started === 0 && inFlight.size === 0) return made;
+        }
+        await Promise.race([...inFlight.values()].map((f) => f.done));
+      }
+    },
+    async stop() {
+      stopping = true;
+      clearInterval(timer);
+      await unlisten?.().catch(() => {});
+      await pumping?.catch(() => {});
+      const running = [...inFlight.values()];
+      if (running.length > 0) {
+        let grace: NodeJS.Timeout | undefined;
+        await Promise.race([
+          Promise.allSettled(running.map((f) => f.done)),
+          new Promise((resolve) => {
+            grace = setTimeout(resolve, graceMs);
+          }),
+        ]);
+        clearTimeout(grace);
+      }
+      const left = [...inFlight.values()].map((f) => f.claim);
+      if (left.length > 0) {
+        await release(left);
+        log.warn({ released: left.length }, 'released deliveries still in flight at shutdown');
+      }
+      if (ownClient) await client.close();
+    },
+  };
+}

@@ -1,0 +1,346 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { type Kysely, type SqlBool, sql } from 'kysely';
+import { type Static, Type } from 'typebox';
+import type { Database } from '../db/database.js';
+import type { Mode, Schema } from '../db/schema.js';
+import { enqueueDeliveries, registeredUrls } from '../delivery/outbox.js';
+import { ApiError } from './errors.js';
+import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
+import { UUID } from './payments.js';
+
+const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'none'] as const;
+type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+const Timestamp = Type.String({ description: 'ISO 8601 UTC timestamp.' });
+const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+
+const EventSummary = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    type: Type.String(),
+    mode: Type.String(),
+    payment_id: Type.Union([Type.String(), Type.Null()]),
+    created_at: Timestamp,
+    delivery_status: Type.Union(
+      DELIVERY_STATUSES.map((s) => Type.Literal(s)),
+      {
+        description:
+          'pending: a delivery is still being tried; failed: a delivery failed for good and was not redelivered; delivered: every delivery succeeded; none: no webhook URL was registered.',
+      },
+    ),
+    payload: Type.Object(
+      { event: Type.String(), data: Type.Unknown(), checksum: Type.String() },
+      { description: 'The exact body every attempt sends.' },
+    ),
+  },
+  { title: 'Event' },
+);
+
+const Attempt = Type.Object(
+  {
+    attempt: Type.Integer(),
+    url: Type.String(),
+    started_at: Timestamp,
+    latency_ms: Type.Integer(),
+    status_code: Type.Union([Type.Integer(), Type.Null()]),
+    response_body: Type.Union([Type.String(), Type.Null()], { description: 'The first 4 KiB.' }),
+    error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
+  },
+  { title: 'DeliveryAttempt' },
+);
+
+const Delivery = Type.Object(
+  {
+    id: Type.String(),
+    url: Type.String(),
+    status: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')]),
+    attempt_count: Type.Integer(),
+    created_at: Timestamp,
+    next_attempt_at: NullableTimestamp,
+    finished_at: NullableTimestamp,
+    superseded_by: Type.Union([Type.String(), Type.Null()], {
+      description: 'The delivery a redelivery made in place of this failed one.',
+    }),
+    attempts: Type.Array(Attempt),
+  },
+  { title: 'Delivery' },
+);
+
+const EventQuery = Type.Intersect([
+  PageQuery,
+  Type.Object({
+    type: Type.Optional(Type.String({ maxLength: 200 })),
+    delivery_status: Type.Optional(Type.Union(DELIVERY_STATUSES.map((s) => Type.Literal(s)))),
+    payment_id: Type.Optional(Type.String({ maxLength: 100 })),
+  }),
+]);
+type EventQuery = PageQuery & { type?: string; delivery_status?: DeliveryStatus; payment_id?: string };
+
+const RedeliverSince = Type.Object(
+  {
+    since: Type.String({ description: 'Events created at or after this time (ISO 8601).' }),
+    until: Type.Optional(Type.String({ description: 'Events created before this time (default: now).' })),
+  },
+  { additionalProperties: true, title: 'RedeliverSince' },
+);
+
+/** An event's delivery status, from its deliveries (see `delivery_status` in the schema). */
+const deliveryStatus = sql<DeliveryStatus>`case
+  when exists (select 1 from deliveries d where d.event_id = events.id and d.status = 'pending') then 'pending'
+  when exists (select 1 from deliveries d where d.event_id = events.id and d.status = 'failed' and d.superseded_by is null) then 'failed'
+  when exists (select 1 from deliveries d where d.event_id = events.id) then 'delivered'
+  else 'none' end`;
+
+interface EventRow {
+  id: string;
+  type: string;
+  mode: string;
+  payment_id: string | null;
+  payload: string;
+  micros: string;
+  created_at: Date;
+  delivery_status: DeliveryStatus;
+}
+
+const iso = (date: Date | string | null) => (date === null ? null : new Date(date).toISOString());
+
+function toEvent(row: EventRow) {
+  return {
+    id: row.id,
+    type: row.type,
+    mode: row.mode,
+    payment_id: row.payment_id,
+    created_at: new Date(row.created_at).toISOString(),
+    delivery_status: row.delivery_status,
+    payload: JSON.parse(row.payload) as { event: string; data: unknown; checksum: string },
+  };
+}
+
+function readTime(value: string, field: string): Date {
+  const time = /^\d{4}-\d{2}-\d{2}T/.test(value) ? new Date(value) : new Date(Number.NaN);
+  if (Number.isNaN(time.getTime())) {
+    throw new ApiError(422, 'validation_failed', 'The request has invalid fields.', [
+      { field, message: 'must be an ISO 8601 timestamp, such as 2026-01-31T12:00:00Z' },
+    ]);
+  }
+  return time;
+}
+
+function selectEvents(db: Kysely<Schema>, businessId: string, mode: Mode) {
+  return db
+    .selectFrom('events')
+    .select([
+      'id',
+      'type',
+      'mode',
+      'payment_id',
+      'payload',
+      'created_at',
+      microsColumn.as('micros'),
+      deliveryStatus.as('delivery_status'),
+    ])
+    .where('business_id', '=', businessId)
+    .where('mode', '=', mode);
+}
+
+/**
+ * The events a business's payments produced and their deliveries: `GET /events` (filters: type,
+ * delivery status, payment; newest first, cursor pagination), `GET /events/{id}` with every
+ * delivery and attempt, `POST /events/{id}/redeliver` (a new delivery, with its own 48 hours, to
+ * each registered URL) and `POST /events/redeliver` (every failed delivery of the events since a
+ * time, once: a redelivered failure is not picked again).
+ */
+export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (app, { database }) => {
+  const db = database.db;
+
+  app.get<{ Querystring: EventQuery }>(
+    '/events',
+    {
+      schema: {
+        querystring: EventQuery,
+        response: { 200: Type.Object({ data: Type.Array(EventSummary), pagination: Pagination }) },
+      },
+    },
+    async (request) => {
+      const { businessId, mode } = request.principal;
+      const { type, delivery_status: status, payment_id: paymentId } = request.query;
+      if (paymentId !== undefined && !UUID.test(paymentId)) {
+        throw new ApiError(400, 'invalid_request', '"payment_id" is not a payment id.', [
+          { field: 'payment_id', message: 'must be a UUID' },
+        ]);
+      }
+      const { rows, pagination } = await keysetPage<EventRow>(request.query, (where, order, limit) => {
+        let q = selectEvents(db, businessId, mode)
+          .orderBy('created_at', order)
+          .orderBy('id', order)
+          .limit(limit);
+        if (type !== undefined) q = q.where('type', '=', type);
+        if (paymentId !== undefined) q = q.where('payment_id', '=', paymentId);
+        if (status !== undefined) q = q.where(sql<SqlBool>`${deliveryStatus} = ${status}`);
+        if (where) q = q.where(where);
+        return q.execute();
+      });
+      return { data: rows.map(toEvent), pagination };
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/events/:id',
+    {
+      schema: {
+        response: {
+          200: Type.Object({
+            data: Type.Intersect([EventSummary, Type.Object({ deliveries: Type.Array(Delivery) })]),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const { businessId, mode } = request.principal;
+      const event = await findEvent(db, request.params.id, businessId, mode);
+      const deliveries = await db
+        .selectFrom('deliveries')
+        .selectAll()
+        .where('event_id', '=', event.id)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+      const attempts =
+        deliveries.length === 0
+          ? []
+          : await db
+              .selectFrom('delivery_attempts')
+              .selectAll()
+              .where(
+                'delivery_id',
+                'in',
+                deliveries.map((d) => d.id),
+              )
+              .orderBy('attempt')
+              .execute();
+      return {
+        data: {
+          ...toEvent(event),
+          deliveries: deliveries.map((d) => ({
+            id: d.id,
+            url: d.url,
+            status: d.status,
+            attempt_count: d.attempts,
+            created_at: new Date(d.created_at).toISOString(),
+            next_attempt_at: d.status === 'pending' ? iso(d.next_attempt_at) : null,
+            finished_at: iso(d.finished_at),
+            superseded_by: d.superseded_by,
+            attempts: attempts
+              .filter((a) => a.delivery_id === d.id)
+              .map((a) => ({
+                attempt: a.attempt,
+                url: a.url,
+                started_at: new Date(a.started_at).toISOString(),
+                latency_ms: a.latency_ms,
+                status_code: a.status_code,
+                response_body: a.response_body,
+                error: a.error_code === null ? null : { code: a.error_code, message: a.error_message ?? '' },
+              })),
+          })),
+        },
+      };
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    '/events/:id/redeliver',
+    {
+      schema: {
+        response: {
+          202: Type.Object({
+            data: Type.Object({
+              event_id: Type.String(),
+              deliveries: Type.Array(Type.Object({ id: Type.String(), url: Type.String() })),
+            }),
+          }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { businessId, mode } = request.principal;
+      const deliveries = await db.transaction().execute(async (tx) => {
+        const event = await findEvent(tx, request.params.id, businessId, mode);
+        const urls = await registeredUrls(tx, businessId, mode);
+        if (urls.length === 0) {
+          throw new ApiError(
+            409,
+            'no_webhook_urls',
+            'No webhook URL is registered: add one with PATCH /accounts/settings, then redeliver.',
+          );
+        }
+        const ids = await enqueueDeliveries(
+          tx,
+          urls.map((url) => ({ eventId: event.id, url })),
+        );
+        // Failures of this event to these URLs are replaced: a bulk redelivery leaves them be.
+        await sql`
+          update deliveries d set superseded_by = m.new_id
+          from unnest(${urls}::text[], ${ids}::uuid[]) as m(url, new_id)
+          where d.event_id = ${event.id} and d.url = m.url and d.status = 'failed' and d.superseded_by is null`.execute(
+          tx,
+        );
+        return urls.map((url, i) => ({ id: ids[i] as string, url }));
+      });
+      reply.code(202);
+      return { data: { event_id: request.params.id, deliveries } };
+    },
+  );
+
+  app.post<{ Body: Static<typeof RedeliverSince> }>(
+    '/events/redeliver',
+    {
+      schema: {
+        body: RedeliverSince,
+        response: { 202: Type.Object({ data: Type.Object({ redelivered: Type.Integer() }) }) },
+      },
+    },
+    async (request, reply) => {
+      const { businessId, mode } = request.principal;
+      const since = readTime(request.body.since, 'since');
+      const until = request.body.until === undefined ? new Date() : readTime(request.body.until, 'until');
+      const redelivered = await db.transaction().execute(async (tx) => {
+        const failed = await tx
+          .selectFrom('deliveries as d')
+          .innerJoin('events as e', 'e.id', 'd.event_id')
+          .select(['d.id', 'd.event_id', 'd.url'])
+          .where('e.business_id', '=', businessId)
+          .where('e.mode', '=', mode)
+          .where('e.created_at', '>=', since)
+          .where('e.created_at', '<', until)
+          .where('d.status', '=', 'failed')
+          .where('d.superseded_by', 'is', null)
+          // Two bulk redeliveries at once: each failure is taken by one of them.
+          .forUpdate('d')
+          .skipLocked()
+          .execute();
+        const ids = await enqueueDeliveries(
+          tx,
+          failed.map((d) => ({ eventId: d.event_id, url: d.url })),
+        );
+        if (failed.length > 0) {
+          await sql`
+            update deliveries d set superseded_by = m.new_id
+            from unnest(${failed.map((f) => f.id)}::uuid[], ${ids}::uuid[]) as m(old_id, new_id)
+            where d.id = m.old_id`.execute(tx);
+        }
+        return failed.length;
+      });
+      reply.code(202);
+      return { data: { redelivered } };
+    },
+  );
+};
+
+/** An event of this business and mode, or 404. */
+async function findEvent(db: Kysely<Schema>, id: string, businessId: string, mode: Mode): Promise<EventRow> {
+  const row = UUID.test(id)
+    ? await selectEvents(db, businessId, mode).where('id', '=', id).executeTakeFirst()
+    : undefined;
+  if (!row) throw new ApiError(404, 'not_found', `No event ${JSON.stringify(id)}.`);
+  return row;
+}
