@@ -38,6 +38,8 @@ export default defineConfig({
       // Real processes, a fault proxy and timing against the shared Redis: one file at a time.
       pkg('redis', { fileParallelism: false }),
       pkg('sender'),
+      // The built `payhook` command, spawned as a user runs it.
+      pkg('cli'),
       // Cross-package tests: examples and, later, sender -> receivers end to end.
       {
         resolve: { alias },

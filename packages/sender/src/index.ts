@@ -34,4 +34,6 @@ export type { AddressClass } from './net/public-address.js';
 export { classifyAddress, isPublicAddress } from './net/public-address.js';
 export type { CheckWebhookUrlOptions, Resolver, WebhookUrlCheck } from './net/webhook-url.js';
 export { checkWebhookUrl, systemResolver } from './net/webhook-url.js';
+export type { SenderService, StartSenderOptions } from './service.js';
+export { startSender } from './service.js';
 export { expireSessions } from './sweeper.js';

@@ -1,0 +1,86 @@
+import { createApiKey } from '@payhook/sender';
+import { CliError, type Command, EXIT, oneOf, parse, printJson, required } from '../command.js';
+import { openStorage, storageOptions } from '../storage.js';
+
+export const keys: Command = {
+  name: 'keys',
+  summary: 'Create and list API keys of the sender (stored hashed)',
+  help: `Usage: payhook keys create --business-id <id> --mode test|live [--data-dir <dir> | --database-url <url>] [--json]
+       payhook keys list [--business-id <id>] [--data-dir <dir> | --database-url <url>] [--json]
+
+create stores a new API key for one business in one mode and prints it once: only its hash is
+kept. list shows the keys' prefixes, businesses, modes and creation times. Storage: the PGlite
+directory (default ./.payhook, or PAYHOOK_DATA_DIR) or a PostgreSQL server (DATABASE_URL).
+A PGlite directory is used by one process at a time: stop \`payhook serve\` first.
+
+Options:
+  --business-id <id>     the business the key acts for                   required by create
+  --mode <mode>          test or live                                    required by create
+  --data-dir <dir>       the sender's PGlite directory                   default: ./.payhook
+  --database-url <url>   a PostgreSQL server instead
+  --json                 print JSON
+  -h, --help             show this help
+
+Examples:
+  payhook keys create --business-id biz_123 --mode test
+  payhook keys list --json
+  payhook keys create --business-id biz_123 --mode live --database-url postgres://localhost/payhook`,
+  async run(argv, io) {
+    const [action, ...rest] = argv;
+    if (action !== 'create' && action !== 'list') {
+      throw new CliError(
+        `payhook keys takes create or list${action ? `, not ${JSON.stringify(action)}` : ''}. See: payhook keys --help`,
+      );
+    }
+    const { values } = parse('keys', rest, {
+      'business-id': { type: 'string' },
+      mode: { type: 'string' },
+      json: { type: 'boolean' },
+      ...storageOptions,
+    });
+    if (action === 'create') {
+      const businessId = required(values['business-id'], '--business-id', 'keys');
+      const mode = oneOf(
+        required(values.mode, '--mode', 'keys'),
+        ['test', 'live'] as const,
+        '--mode',
+        'test',
+      );
+      const database = await openStorage(values, io.env);
+      try {
+        const key = await createApiKey(database.db, { businessId, mode });
+        if (values.json) printJson(io, { key, businessId, mode });
+        else
+          io.stdout.write(
+            `${key}\n\nAPI key for business ${businessId} (${mode} mode). It is shown only now: keep it.\n`,
+          );
+      } finally {
+        await database.close();
+      }
+      return EXIT.ok;
+    }
+    const database = await openStorage(values, io.env);
+    try {
+      let query = database.db
+        .selectFrom('api_keys')
+        .select(['key_prefix', 'business_id', 'mode', 'created_at'])
+        .orderBy('created_at');
+      if (values['business-id']) query = query.where('business_id', '=', values['business-id']);
+      const rows = await query.execute();
+      const list = rows.map((r) => ({
+        prefix: r.key_prefix,
+        businessId: r.business_id,
+        mode: r.mode,
+        createdAt: new Date(r.created_at).toISOString(),
+      }));
+      if (values.json) printJson(io, list);
+      else if (list.length === 0)
+        io.stdout.write('No stored keys (keys from PAYHOOK_API_KEYS are not stored).\n');
+      else
+        for (const k of list) io.stdout.write(`${k.prefix}…  ${k.mode}  ${k.businessId}  ${k.createdAt}\n`);
+    } finally {
+      await database.close();
+    }
+    return EXIT.ok;
+  },
+};

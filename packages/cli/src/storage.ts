@@ -1,0 +1,38 @@
+import { type Database, DataDirLockedError, openDatabase } from '@payhook/sender';
+import { CliError, EXIT } from './command.js';
+
+/** Where a command's sender data lives: `--database-url`, or a PGlite `--data-dir`. */
+export interface StorageFlags {
+  'data-dir'?: string | undefined;
+  'database-url'?: string | undefined;
+}
+
+export const storageOptions = {
+  'data-dir': { type: 'string' },
+  'database-url': { type: 'string' },
+} as const;
+
+/** Opens the sender's database for a command; a locked directory or an unreachable server exits 3. */
+export async function openStorage(
+  flags: StorageFlags,
+  env: Record<string, string | undefined>,
+): Promise<Database> {
+  if (flags['data-dir'] !== undefined && flags['database-url'] !== undefined) {
+    throw new CliError('Give --data-dir or --database-url, not both.');
+  }
+  const url =
+    flags['database-url'] ?? (flags['data-dir'] === undefined ? env.DATABASE_URL || undefined : undefined);
+  try {
+    return await openDatabase(
+      url ? { url } : { dataDir: flags['data-dir'] ?? env.PAYHOOK_DATA_DIR ?? './.payhook' },
+    );
+  } catch (error) {
+    if (error instanceof DataDirLockedError) {
+      throw new CliError(
+        `${error.message} Stop the running sender first, or run it on PostgreSQL (--database-url) to share the data.`,
+        EXIT.error,
+      );
+    }
+    throw new CliError(`Cannot open the sender's storage: ${(error as Error).message}`, EXIT.error);
+  }
+}

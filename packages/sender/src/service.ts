@@ -1,0 +1,105 @@
+import type { FastifyInstance } from 'fastify';
+import type { SenderConfig } from './config.js';
+import { type Database, openDatabase } from './db/database.js';
+import { createDeliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
+import { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
+import { buildApp } from './http/app.js';
+import type { Resolver } from './net/webhook-url.js';
+import { expireSessions } from './sweeper.js';
+
+/** Options of {@link startSender}. */
+export interface StartSenderOptions {
+  config: SenderConfig;
+  /** An open database (default: opened from the configuration, and closed by `close()`). */
+  database?: Database;
+  /** Fastify's logger option (default: pino at `config.logLevel`). */
+  logger?: boolean | { level: string };
+  /** Resolves webhook host names (injectable for tests). */
+  resolve?: Resolver;
+  /** More options of the delivery worker (the clock, the client, limits). */
+  worker?: Partial<Omit<DeliveryWorkerOptions, 'database' | 'metrics'>>;
+  /** How long `close()` lets attempts in flight finish before releasing them (default 10 s). */
+  shutdownGraceMs?: number;
+}
+
+/** A running sender: the HTTP service, its delivery worker and the expiry sweeper. */
+export interface SenderService {
+  /** The address it listens on, such as `http://127.0.0.1:8080`. */
+  url: string;
+  app: FastifyInstance;
+  database: Database;
+  worker: DeliveryWorker;
+  metrics: DeliveryMetrics;
+  /** Stops taking requests, finishes or releases the deliveries in flight, and closes storage. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the whole sender in this process: storage (PGlite, or PostgreSQL when
+ * `config.databaseUrl` is set), the HTTP API on `config.host:config.port`, the delivery worker and
+ * the sweeper that expires unpaid sessions.
+ *
+ * @example
+ * ```ts
+ * const sender = await startSender({ config: loadConfig(process.env) });
+ * process.on('SIGTERM', () => sender.close());
+ * ```
+ */
+export async function startSender(options: StartSenderOptions): Promise<SenderService> {
+  const { config } = options;
+  const database =
+    options.database ??
+    (await openDatabase(config.databaseUrl ? { url: config.databaseUrl } : { dataDir: config.dataDir }));
+  const ownDatabase = options.database === undefined;
+  try {
+    const metrics = createDeliveryMetrics(database);
+    const app = await buildApp({
+      database,
+      config,
+      metrics,
+      ...(options.resolve ? { resolve: options.resolve } : {}),
+      ...(options.logger !== undefined ? { logger: options.logger } : {}),
+    });
+    const worker = createDeliveryWorker({
+      allowPrivate: config.allowPrivateWebhooks,
+      concurrency: config.deliveryConcurrency,
+      leaseMs: config.deliveryLeaseSeconds * 1000,
+      logger: app.log,
+      ...(options.resolve ? { resolve: options.resolve } : {}),
+      ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
+      ...options.worker,
+      database,
+      metrics,
+    });
+    // Sessions past their expires_at fail (with their event) within a few seconds.
+    const sweeper = setInterval(() => {
+      expireSessions(database).catch((error: unknown) =>
+        app.log.error({ err: error }, 'expiring sessions failed'),
+      );
+    }, 5000);
+    sweeper.unref();
+    const url = await app.listen({ port: config.port, host: config.host });
+    await worker.start();
+    let closing: Promise<void> | undefined;
+    return {
+      url,
+      app,
+      database,
+      worker,
+      metrics,
+      close() {
+        closing ??= (async () => {
+          clearInterval(sweeper);
+          // No new requests, then the attempts in flight finish or go back to the queue.
+          await app.close();
+          await worker.stop();
+          if (ownDatabase) await database.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    if (ownDatabase) await database.close();
+    throw error;
+  }
+}
