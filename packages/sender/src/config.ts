@@ -24,6 +24,11 @@ export interface SenderConfig {
   deliveryConcurrency: number;
   /** How long a worker's claim on a delivery lasts, in seconds (default 60). */
   deliveryLeaseSeconds: number;
+  /**
+   * How long a shutdown (SIGTERM, SIGINT) lets delivery attempts in flight finish before it
+   * releases them to the queue, in seconds (default 10).
+   */
+  shutdownGraceSeconds: number;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -36,8 +41,9 @@ export class ConfigError extends Error {
  * (127.0.0.1), `PAYHOOK_DATA_DIR` (./.payhook), `DATABASE_URL`, `PAYHOOK_API_KEYS`
  * (comma-separated `key:businessId:mode`), `PAYHOOK_ALLOW_PRIVATE_WEBHOOKS` (`1` to allow),
  * `LOG_LEVEL` (info), `PAYHOOK_SESSION_TTL_SECONDS` (3600), `PAYHOOK_DELIVERY_CONCURRENCY` (32),
- * `PAYHOOK_DELIVERY_LEASE_SECONDS` (60; more than the 15 s an attempt may take). A bad value is a `ConfigError`
- * naming the variable.
+ * `PAYHOOK_DELIVERY_LEASE_SECONDS` (60; more than the 15 s an attempt may take),
+ * `PAYHOOK_SHUTDOWN_GRACE_SECONDS` (10, from 0 to 300: how long a shutdown lets delivery attempts in
+ * flight finish before releasing them). A bad value is a `ConfigError` naming the variable.
  *
  * @example
  * ```ts
@@ -83,5 +89,6 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
     sessionTtlSeconds: int('PAYHOOK_SESSION_TTL_SECONDS', 3600, 1, 7 * 24 * 3600),
     deliveryConcurrency: int('PAYHOOK_DELIVERY_CONCURRENCY', 32, 1, 1000),
     deliveryLeaseSeconds: int('PAYHOOK_DELIVERY_LEASE_SECONDS', 60, 1, 3600),
+    shutdownGraceSeconds: int('PAYHOOK_SHUTDOWN_GRACE_SECONDS', 10, 0, 300),
   };
 }

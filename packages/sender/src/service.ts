@@ -18,8 +18,6 @@ export interface StartSenderOptions {
   resolve?: Resolver;
   /** More options of the delivery worker (the clock, the client, limits). */
   worker?: Partial<Omit<DeliveryWorkerOptions, 'database' | 'metrics'>>;
-  /** How long `close()` lets attempts in flight finish before releasing them (default 10 s). */
-  shutdownGraceMs?: number;
 }
 
 /** A running sender: the HTTP service, its delivery worker and the expiry sweeper. */
@@ -66,7 +64,7 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       leaseMs: config.deliveryLeaseSeconds * 1000,
       logger: app.log,
       ...(options.resolve ? { resolve: options.resolve } : {}),
-      ...(options.shutdownGraceMs !== undefined ? { shutdownGraceMs: options.shutdownGraceMs } : {}),
+      shutdownGraceMs: config.shutdownGraceSeconds * 1000,
       ...options.worker,
       database,
       metrics,

@@ -70,6 +70,8 @@ export interface DeliveryClient {
   send(request: DeliveryRequest): Promise<AttemptOutcome>;
   /** Closes the pool once the attempts in flight are done. */
   close(): Promise<void>;
+  /** Closes the pool now, failing the attempts in flight (a shutdown that released them). */
+  destroy(): Promise<void>;
 }
 
 const DEFAULTS = {
@@ -323,6 +325,7 @@ export function createDeliveryClient(options: DeliveryClientOptions = {}): Deliv
   return {
     send,
     close: () => agent.close(),
+    destroy: () => agent.destroy(),
   };
 }
 

@@ -110,13 +110,19 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const perUrlCount = new Map<string, number>();
   let stopping = false;
   let timer: NodeJS.Timeout | undefined;
+  let renewal: NodeJS.Timeout | undefined;
   let unlisten: (() => Promise<void>) | undefined;
   let pumping: Promise<number> | undefined;
   let again = false;
 
-  /** Claims up to `limit` due deliveries, skipping URLs that have no free slot. */
+  /**
+   * Claims up to `limit` due deliveries, skipping URLs that have no free slot and the deliveries
+   * this worker is attempting already (their lease is renewed, but a row whose renewal is late
+   * must not be sent twice from here).
+   */
   async function claim(limit: number): Promise<Claim[]> {
     const saturated = [...perUrlCount].filter(([, n]) => n >= perUrl).map(([url]) => url);
+    const mine = [...inFlight.keys()];
     const at = now();
     const leaseEnd = new Date(at.getTime() + leaseMs);
     const result = await sql<Claim>`
@@ -124,6 +130,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         select id from deliveries
         where status = 'pending' and next_attempt_at <= ${at}
           ${saturated.length > 0 ? sql`and url <> all(${saturated}::text[])` : sql``}
+          ${mine.length > 0 ? sql`and id <> all(${mine}::uuid[])` : sql``}
         order by next_attempt_at
         limit ${limit}
         for update skip locked
@@ -144,6 +151,34 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     await sql`
       update deliveries set claim_token = null, next_attempt_at = ${now()}
       where claim_token = any(${claims.map((c) => c.token)}::uuid[]) and status = 'pending'`.execute(db);
+  }
+
+  /**
+   * Extends the leases of the attempts in flight, every third of a lease, so that no other
+   * instance takes over a delivery that is still being attempted.
+   */
+  async function renew(): Promise<void> {
+    const tokens = [...inFlight.values()].map((f) => f.claim.token);
+    if (tokens.length === 0) return;
+    await sql`
+      update deliveries set next_attempt_at = ${new Date(now().getTime() + leaseMs)}
+      where claim_token = any(${tokens}::uuid[]) and status = 'pending'`.execute(db);
+  }
+
+  function renewWhileBusy(): void {
+    if (renewal || stopping) return;
+    renewal = setInterval(
+      () => {
+        if (inFlight.size === 0) {
+          clearInterval(renewal);
+          renewal = undefined;
+          return;
+        }
+        renew().catch((error: unknown) => log.error({ err: error }, 'renewing delivery leases failed'));
+      },
+      Math.max(1, Math.floor(leaseMs / 3)),
+    );
+    renewal.unref();
   }
 
   /** Writes the attempt and the delivery's next state, if this worker still holds the claim. */
@@ -228,6 +263,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         if (!stopping) wake();
       });
     inFlight.set(claim.id, { claim, done });
+    renewWhileBusy();
   }
 
   /** Fills the free slots with due deliveries. Returns how many attempts it started. */
@@ -300,6 +336,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     async stop() {
       stopping = true;
       clearInterval(timer);
+      clearInterval(renewal);
       await unlisten?.().catch(() => {});
       await pumping?.catch(() => {});
       const running = [...inFlight.values()];
@@ -318,7 +355,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         await release(left);
         log.warn({ released: left.length }, 'released deliveries still in flight at shutdown');
       }
-      if (ownClient) await client.close();
+      // Released attempts are abandoned: their connections are cut rather than waited for.
+      if (ownClient) await (left.length > 0 ? client.destroy() : client.close());
     },
   };
 }
