@@ -1,6 +1,42 @@
+import type { Transaction } from 'kysely';
 import type { Database } from './db/database.js';
+import type { Mode, Schema } from './db/schema.js';
 import { writeEvent } from './delivery/outbox.js';
 import type { Payment } from './http/payments.js';
+
+/**
+ * Fails one pending session as expired (`cancellation_reason: "expired"`) and writes its
+ * `payment.session.failed` event, in the caller's transaction, which must hold the row locked and
+ * have checked that it is pending. The sweeper, a capture that finds its session expired and the
+ * sandbox's expire route all go through here. Returns the failed payment.
+ *
+ * @example
+ * ```ts
+ * await db.transaction().execute(async (tx) => {
+ *   const row = await tx.selectFrom('payments').select(['id', 'business_id', 'mode', 'data'])
+ *     .where('id', '=', id).where('status', '=', 'pending').forUpdate().executeTakeFirstOrThrow();
+ *   await expireSession(tx, row);
+ * });
+ * ```
+ */
+export async function expireSession(
+  tx: Transaction<Schema>,
+  row: { id: string; business_id: string; mode: Mode; data: Record<string, unknown> },
+): Promise<Payment> {
+  const payment = { ...(row.data as Payment), status: 'failed', cancellation_reason: 'expired' } as Payment;
+  await tx
+    .updateTable('payments')
+    .set({ status: 'failed', data: JSON.stringify(payment) })
+    .where('id', '=', row.id)
+    .execute();
+  await writeEvent(tx, {
+    type: 'payment.session.failed',
+    businessId: row.business_id,
+    mode: row.mode,
+    payment,
+  });
+  return payment;
+}
 
 /**
  * Fails the sessions whose `expires_at` has passed without payment (`cancellation_reason:
@@ -31,24 +67,7 @@ export async function expireSessions(
         .forUpdate()
         .skipLocked()
         .execute();
-      for (const row of rows) {
-        const payment = {
-          ...(row.data as Payment),
-          status: 'failed',
-          cancellation_reason: 'expired',
-        } as Payment;
-        await tx
-          .updateTable('payments')
-          .set({ status: 'failed', data: JSON.stringify(payment) })
-          .where('id', '=', row.id)
-          .execute();
-        await writeEvent(tx, {
-          type: 'payment.session.failed',
-          businessId: row.business_id,
-          mode: row.mode,
-          payment,
-        });
-      }
+      for (const row of rows) await expireSession(tx, row);
       return rows.length;
     });
     expired += done;

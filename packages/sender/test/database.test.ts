@@ -18,6 +18,7 @@ const MIGRATIONS = [
   '0004_payments_and_outbox',
   '0005_capture',
   '0006_idempotency_keys',
+  '0007_delivery',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];

@@ -1,7 +1,59 @@
 import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type Database, loadConfig } from '../src/index.js';
+import { ABANDONED_AFTER_SECONDS, requestHash } from '../src/http/idempotency.js';
+import { buildApp, type Database, loadConfig, type Schema } from '../src/index.js';
 import { openTestDatabase } from './fixtures/storage.js';
+
+/**
+ * The database with its next `transaction()` held at a gate: `entered` resolves when a request
+ * reaches it (its Idempotency-Key is claimed by then, marked in progress), and the transaction
+ * starts when `release()` is called; `committed` resolves once it has committed, and the request
+ * goes on only after `finish()`. Nothing is held in the database meanwhile, so other requests run.
+ */
+function heldTransaction(database: Database) {
+  const gate = () => {
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    return { open, opened };
+  };
+  const entered = gate();
+  const start = gate();
+  const committed = gate();
+  const finish = gate();
+  let armed = true;
+  const db = new Proxy(database.db, {
+    get(target, property) {
+      if (property === 'transaction' && armed) {
+        armed = false;
+        return () => {
+          const builder = target.transaction();
+          return {
+            execute: async (fn: Parameters<typeof builder.execute>[0]) => {
+              entered.open();
+              await start.opened;
+              const result = await builder.execute(fn);
+              committed.open();
+              await finish.opened;
+              return result;
+            },
+          };
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  }) as Kysely<Schema>;
+  return {
+    database: { ...database, db },
+    entered: entered.opened,
+    release: start.open,
+    committed: committed.opened,
+    finish: finish.open,
+  };
+}
 
 const body = {
   customer: {
@@ -38,14 +90,14 @@ describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeou
       logger: false,
     });
     url = await app.listen({ port: 0, host: '127.0.0.1' });
-  });
+  }, 60_000); // PGlite's start and migrations can take longer than the default 10 s on a busy machine
   afterAll(async () => {
     await app?.close();
     await cleanup?.();
   });
 
-  const post = (key: string | undefined, payload: unknown, apiKey = 'sk_test_idem') =>
-    fetch(`${url}/payment-sessions`, {
+  const post = (key: string | undefined, payload: unknown, apiKey = 'sk_test_idem', base = url) =>
+    fetch(`${base}/payment-sessions`, {
       method: 'POST',
       headers: {
         authorization: `Bearer ${apiKey}`,
@@ -112,5 +164,123 @@ describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeou
       body: JSON.stringify(body),
     });
     expect(res.status).toBe(400);
+  });
+
+  /** A second service on the same database whose next transaction is held (see heldTransaction). */
+  const heldService = async () => {
+    const held = heldTransaction(database);
+    const heldApp = await buildApp({
+      database: held.database,
+      config: loadConfig({ PAYHOOK_API_KEYS: 'sk_test_idem:biz-i:test' }),
+      logger: false,
+    });
+    return { ...held, app: heldApp, url: await heldApp.listen({ port: 0, host: '127.0.0.1' }) };
+  };
+  const storedKey = (key: string) =>
+    database.db
+      .selectFrom('idempotency_keys')
+      .select(['response_status', 'response_body', 'created_at'])
+      .where('business_id', '=', 'biz-i')
+      .where('key', '=', key)
+      .executeTakeFirst();
+
+  it('answers 409 to a retry that arrives while the first request runs, then replays the first', async () => {
+    const held = await heldService();
+    try {
+      const first = post('in-flight', body, 'sk_test_idem', held.url);
+      await held.entered; // the first request holds its key, and waits before its transaction
+      expect((await storedKey('in-flight'))?.response_status).toBeNull();
+      const events = await eventCount();
+      const second = await post('in-flight', body);
+      expect(second.status).toBe(409);
+      expect(((await second.json()) as { error: { code: string } }).error.code).toBe(
+        'idempotency_in_progress',
+      );
+      expect(await eventCount()).toBe(events); // the retry created nothing
+      held.release();
+      held.finish();
+      const firstAnswer = await first;
+      expect(firstAnswer.status).toBe(201);
+      const id = await paymentId(firstAnswer);
+      const third = await post('in-flight', body);
+      expect(third.status).toBe(201);
+      expect(third.headers.get('idempotent-replayed')).toBe('true');
+      expect(await paymentId(third)).toBe(id);
+      expect(await eventCount()).toBe(events + 1);
+    } finally {
+      held.release();
+      held.finish();
+      await held.app.close();
+    }
+  });
+
+  it('stores the response with the session, in its transaction: a retry after the commit replays it', async () => {
+    const held = await heldService();
+    try {
+      const first = post('committed', body, 'sk_test_idem', held.url);
+      await held.entered;
+      held.release();
+      await held.committed; // committed; the first request has not answered (nor run onSend) yet
+      const stored = await storeKeyAnswer('committed');
+      expect(stored.status).toBe(201);
+      // Were the process to die here, the key would still replay the session it created.
+      const retry = await post('committed', body);
+      expect(retry.status).toBe(201);
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+      const id = await paymentId(retry);
+      expect(stored.id).toBe(id);
+      held.finish();
+      expect(await paymentId(await first)).toBe(id);
+    } finally {
+      held.release();
+      held.finish();
+      await held.app.close();
+    }
+  });
+  const storeKeyAnswer = async (key: string) => {
+    const row = await storedKey(key);
+    return {
+      status: row?.response_status,
+      id: (JSON.parse(row?.response_body ?? '{}') as { data?: { payment: { id: string } } }).data?.payment.id,
+    };
+  };
+
+  it(`takes over a key left in progress for more than ${ABANDONED_AFTER_SECONDS} s (its request died)`, async () => {
+    const claim = (key: string, secondsAgo: number, payload: unknown = body) =>
+      database.db
+        .insertInto('idempotency_keys')
+        .values({
+          business_id: 'biz-i',
+          mode: 'test',
+          key,
+          request_hash: requestHash('POST', '/payment-sessions', payload),
+          created_at: new Date(Date.now() - secondsAgo * 1000),
+        })
+        .execute();
+    // Abandoned: the retry runs, and from then on the key replays its answer.
+    await claim('crashed', ABANDONED_AFTER_SECONDS + 60);
+    const retry = await post('crashed', body);
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+    const id = await paymentId(retry);
+    const stored = await storedKey('crashed');
+    expect(stored?.response_status).toBe(201);
+    expect(Date.now() - new Date(stored?.created_at ?? 0).getTime()).toBeLessThan(30_000); // a fresh start
+    const again = await post('crashed', body);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await paymentId(again)).toBe(id);
+
+    // Still within the bound: the first may be running, so 409.
+    await claim('slow', ABANDONED_AFTER_SECONDS / 2);
+    const busy = await post('slow', body);
+    expect(busy.status).toBe(409);
+    expect(((await busy.json()) as { error: { code: string } }).error.code).toBe('idempotency_in_progress');
+    expect((await storedKey('slow'))?.response_status).toBeNull();
+
+    // Abandoned, but by another request: still a reuse of the key (422), never taken over.
+    await claim('crashed-other', ABANDONED_AFTER_SECONDS + 60, { ...body, amount: 999999 });
+    const other = await post('crashed-other', body);
+    expect(other.status).toBe(422);
+    expect(((await other.json()) as { error: { code: string } }).error.code).toBe('idempotency_key_reused');
   });
 });

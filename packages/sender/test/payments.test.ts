@@ -37,13 +37,16 @@ describe.each(['pglite', 'postgres'] as const)('payment sessions on %s', { timeo
   let cleanup: () => Promise<void>;
   const KEY = 'sk_test_payments_a';
   const OTHER = 'sk_test_payments_b';
+  const PAGES = 'sk_test_payments_pages';
   const BIZ = '3b2a1c0d-9e8f-4a7b-8c6d-5e4f3a2b1c0d';
 
   beforeAll(async () => {
     ({ database, cleanup } = await openTestDatabase(storage, 'payments'));
     app = await buildApp({
       database,
-      config: loadConfig({ PAYHOOK_API_KEYS: `${KEY}:${BIZ}:test,${OTHER}:biz-b:test` }),
+      config: loadConfig({
+        PAYHOOK_API_KEYS: `${KEY}:${BIZ}:test,${OTHER}:biz-b:test,${PAGES}:biz-pages:test`,
+      }),
       logger: false,
     });
     url = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -53,7 +56,7 @@ describe.each(['pglite', 'postgres'] as const)('payment sessions on %s', { timeo
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
       body: JSON.stringify({ webhook_urls: ['https://93.184.216.34/a/', 'https://93.184.216.34/b/'] }),
     });
-  });
+  }, 60_000); // PGlite's start and migrations can take longer than the default 10 s on a busy machine
   afterAll(async () => {
     await app?.close();
     await cleanup?.();
@@ -226,5 +229,64 @@ describe.each(['pglite', 'postgres'] as const)('payment sessions on %s', { timeo
     expect(page.pagination.after).not.toBe('');
     expect(((await (await get('/payments?status=settled')).json()) as { data: unknown[] }).data).toEqual([]);
     expect((await get('/payments?status=refunded')).status).toBe(400);
+  });
+
+  it('pages through GET /payments both ways with inserts in between, "" at the ends', async () => {
+    // A business of its own, so the test knows every row.
+    const ids: string[] = [];
+    const insert = async () => {
+      const res = await post(session(), PAGES);
+      expect(res.status).toBe(201);
+      ids.push(((await res.json()) as Answer).data.payment.id as string);
+    };
+    type Page = { ids: string[]; after: string; before: string; limit: number };
+    const page = async (query: string): Promise<Page> => {
+      const res = await get(`/payments?limit=2${query}`, PAGES);
+      expect(res.status, query).toBe(200);
+      const body = (await res.json()) as {
+        data: { payment: { id: string } }[];
+        pagination: { after: string; before: string; limit: number };
+      };
+      return { ids: body.data.map((e) => e.payment.id), ...body.pagination };
+    };
+    for (let i = 0; i < 5; i++) await insert(); // ids[0] oldest ... ids[4] newest
+    const at = (...n: number[]) => n.map((i) => ids[i]);
+
+    // Forwards (older): the newest page has no newer one.
+    const first = await page('');
+    expect(first).toMatchObject({ ids: at(4, 3), before: '', limit: 2 });
+    expect(first.after).not.toBe('');
+    await insert(); // ids[5], newer than everything paged so far
+    const second = await page(`&after=${first.after}`);
+    expect(second.ids).toEqual(at(2, 1)); // the cursor holds: no row repeated or skipped
+    expect(second.after).not.toBe('');
+    expect(second.before).not.toBe('');
+    await insert(); // ids[6]
+    const last = await page(`&after=${second.after}`);
+    expect(last).toMatchObject({ ids: at(0), after: '' });
+    expect(last.before).not.toBe('');
+
+    // Backwards (newer), meeting the rows inserted meanwhile at the top.
+    const back1 = await page(`&before=${last.before}`);
+    expect(back1.ids).toEqual(at(2, 1));
+    expect(back1.after).not.toBe('');
+    const back2 = await page(`&before=${back1.before}`);
+    expect(back2.ids).toEqual(at(4, 3));
+    expect(back2.before).not.toBe(''); // ids[5] and ids[6] are newer now
+    await insert(); // ids[7]
+    const back3 = await page(`&before=${back2.before}`);
+    expect(back3.ids).toEqual(at(6, 5));
+    expect(back3.before).not.toBe('');
+    const top = await page(`&before=${back3.before}`);
+    expect(top).toMatchObject({ ids: at(7), before: '' });
+    expect(top.after).not.toBe('');
+    // And forwards again from the top: every row once, newest first.
+    const seen: string[] = [...top.ids];
+    for (let cursor = top.after; cursor !== ''; ) {
+      const next = await page(`&after=${cursor}`);
+      seen.push(...next.ids);
+      cursor = next.after;
+    }
+    expect(seen).toEqual([...ids].reverse());
   });
 });

@@ -47,7 +47,7 @@ describe.each(['pglite', 'postgres'] as const)(
         logger: false,
       });
       url = await app.listen({ port: 0, host: '127.0.0.1' });
-    });
+    }, 60_000); // PGlite's start and migrations can take longer than the default 10 s on a busy machine
     afterAll(async () => {
       await app?.close();
       await cleanup?.();
@@ -171,6 +171,27 @@ describe.each(['pglite', 'postgres'] as const)(
       expect(again.body.error?.code).toBe('invalid_state');
       expect((await call(`/payment-sessions/${crypto.randomUUID()}`)).status).toBe(404);
       expect((await call('/payment-sessions/nope')).status).toBe(404);
+    });
+
+    it('capturing a failed session is refused (409), and writes nothing', async () => {
+      const card = { number: '4000000000000002', expiry_month: 1, expiry_year: 2031, cvv: '999' };
+      const declined = await create('card');
+      expect((await call(`/payment-sessions/${declined}`, { card })).body.data.status).toBe('failed');
+      const paidFailed = await create('etransfer');
+      await call(`/payment-sessions/${paidFailed}`);
+      await call(`/sandbox/payment-sessions/${paidFailed}/complete`, { outcome: 'failed' });
+      for (const [id, body] of [
+        [declined, { card: { ...card, number: '4242424242424242' } }],
+        [paidFailed, undefined],
+      ] as const) {
+        const res = await call(`/payment-sessions/${id}`, body);
+        expect(res.status).toBe(409);
+        expect(res.body.error?.code).toBe('invalid_state');
+        expect((await events(id)).map((e) => e.type)).toEqual([
+          'payment.session.created',
+          'payment.session.failed',
+        ]);
+      }
     });
 
     it('an expired session fails with reason "expired" when captured', async () => {

@@ -84,7 +84,13 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   }
   try {
     await withMigrationLock(options, async () => {
-      const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
+      // The migration tables live in this sender's schema: left unqualified, Kysely would take
+      // another schema's tables (on the search path or not) for this one's.
+      const { error, results } = await new Migrator({
+        db,
+        provider: migrationProvider,
+        ...('url' in options && options.schema !== undefined ? { migrationTableSchema: options.schema } : {}),
+      }).migrateToLatest();
       if (error) {
         const failed = results?.find((r) => r.status === 'Error')?.migrationName;
         throw new Error(`Migration ${failed ?? '(unknown)'} failed: ${(error as Error).message}`, {

@@ -189,39 +189,55 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       ? null
       : nextAttemptAt({ attempts, firstAttemptAt: first, lastAttemptAt: startedAt }, random);
     const status = outcome.ok ? 'delivered' : next === null ? 'failed' : 'pending';
-    const kept = await db.transaction().execute(async (tx) => {
-      const updated = await tx
-        .updateTable('deliveries')
-        .set({
-          status,
-          attempts,
-          first_attempt_at: first,
-          last_attempt_at: startedAt,
-          last_status_code: outcome.statusCode,
-          last_error: outcome.error?.message ?? null,
-          claim_token: null,
-          ...(next ? { next_attempt_at: next } : { finished_at: now() }),
-        })
-        .where('id', '=', claim.id)
-        .where('claim_token', '=', claim.token)
-        .executeTakeFirst();
-      if (updated.numUpdatedRows === 0n) return false;
-      await tx
-        .insertInto('delivery_attempts')
-        .values({
-          delivery_id: claim.id,
-          attempt: attempts,
-          url: claim.url,
-          started_at: startedAt,
-          latency_ms: Math.round(outcome.latencyMs),
-          status_code: outcome.statusCode,
-          response_body: outcome.responseBody,
-          error_code: outcome.error?.code ?? null,
-          error_message: outcome.error?.message ?? null,
-        })
-        .execute();
-      return true;
-    });
+    // One statement, so one round trip and one commit: the attempt is written only if the update
+    // found the claim still ours.
+    const result = await db
+      .with('kept', (q) =>
+        q
+          .updateTable('deliveries')
+          .set({
+            status,
+            attempts,
+            first_attempt_at: first,
+            last_attempt_at: startedAt,
+            last_status_code: outcome.statusCode,
+            last_error: outcome.error?.message ?? null,
+            claim_token: null,
+            ...(next ? { next_attempt_at: next } : { finished_at: now() }),
+          })
+          .where('id', '=', claim.id)
+          .where('claim_token', '=', claim.token)
+          .returning('id'),
+      )
+      .insertInto('delivery_attempts')
+      .columns([
+        'delivery_id',
+        'attempt',
+        'url',
+        'started_at',
+        'latency_ms',
+        'status_code',
+        'response_body',
+        'error_code',
+        'error_message',
+      ])
+      .expression((eb) =>
+        eb
+          .selectFrom('kept')
+          .select([
+            'kept.id',
+            sql<number>`${attempts}::integer`.as('attempt'),
+            sql<string>`${claim.url}::text`.as('url'),
+            sql<Date>`${startedAt}::timestamptz`.as('started_at'),
+            sql<number>`${Math.round(outcome.latencyMs)}::integer`.as('latency_ms'),
+            sql<number | null>`${outcome.statusCode}::integer`.as('status_code'),
+            sql<string | null>`${outcome.responseBody}::text`.as('response_body'),
+            sql<string | null>`${outcome.error?.code ?? null}::text`.as('error_code'),
+            sql<string | null>`${outcome.error?.message ?? null}::text`.as('error_message'),
+          ]),
+      )
+      .executeTakeFirst();
+    const kept = Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
     if (!kept) {
       log.warn({ delivery: claim.id, url: claim.url }, 'delivery lease lost before its attempt was recorded');
     } else if (status === 'failed') {

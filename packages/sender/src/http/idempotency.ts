@@ -1,10 +1,18 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '@payhook/core';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.js';
+import type { Schema } from '../db/schema.js';
 import { ApiError } from './errors.js';
 
 const RETENTION_MS = 24 * 60 * 60 * 1000;
+/**
+ * A key still marked in progress after this long belongs to a request that will never finish (its
+ * process crashed or was killed between claiming the key and storing the response): the next
+ * request with that key takes it over. Far longer than any request runs.
+ */
+export const ABANDONED_AFTER_SECONDS = 60;
 const KEY = /^[\x21-\x7e]{1,255}$/;
 
 declare module 'fastify' {
@@ -14,17 +22,20 @@ declare module 'fastify' {
   }
 }
 
-function requestHash(request: FastifyRequest): string {
-  const body = request.body === undefined ? '' : canonicalJson(request.body);
+/** What identifies a request under its key: SHA-256 of the method, the path and the canonical body. */
+export function requestHash(method: string, url: string, body: unknown): string {
+  const text = body === undefined ? '' : canonicalJson(body);
   return createHash('sha256')
-    .update(`${request.method} ${request.url.split('?')[0]}\n${body}`)
+    .update(`${method} ${url.split('?')[0]}\n${text}`)
     .digest('hex');
 }
 
 /**
  * `Idempotency-Key` on POST (DESIGN.md): the first response is stored for 24 hours and replayed
  * to a retry; the same key with a different request is 422; a retry while the first request is
- * still running is 409. Server errors are not stored, so a retry runs again.
+ * still running is 409, unless the first has been running for longer than
+ * `ABANDONED_AFTER_SECONDS`: then it died, and the retry takes the key over and runs. Server
+ * errors are not stored, so a retry runs again.
  */
 export function idempotency(app: FastifyInstance, database: Database): void {
   const { db } = database;
@@ -38,7 +49,7 @@ export function idempotency(app: FastifyInstance, database: Database): void {
       ]);
     }
     const { businessId, mode } = request.principal;
-    const hash = requestHash(request);
+    const hash = requestHash(request.method, request.url, request.body);
     // Keys past their 24 hours are forgotten, so they can be used again.
     await db
       .deleteFrom('idempotency_keys')
@@ -72,6 +83,26 @@ export function idempotency(app: FastifyInstance, database: Database): void {
       );
     }
     if (stored.response_status === null) {
+      // Abandoned by a request that died mid-way: taken over (by one retry only, the update is
+      // conditional), with a new start time. Timed by the database's clock, which wrote created_at.
+      const taken = await db
+        .updateTable('idempotency_keys')
+        .set({ created_at: sql<Date>`clock_timestamp()` })
+        .where('business_id', '=', businessId)
+        .where('mode', '=', mode)
+        .where('key', '=', key)
+        .where('response_status', 'is', null)
+        .where(
+          'created_at',
+          '<',
+          sql<Date>`clock_timestamp() - make_interval(secs => ${sql.lit(ABANDONED_AFTER_SECONDS)})`,
+        )
+        .returning('key')
+        .executeTakeFirst();
+      if (taken) {
+        request.idempotencyKey = key;
+        return;
+      }
       throw new ApiError(
         409,
         'idempotency_in_progress',
@@ -107,4 +138,40 @@ export function idempotency(app: FastifyInstance, database: Database): void {
     }
     return payload;
   });
+}
+
+/**
+ * Stores a response under the request's Idempotency-Key in the caller's transaction, so that a
+ * process dying after the commit and before the response is stored (the `onSend` hook stores it
+ * again, the same bytes) still leaves the key replaying it, rather than running the request a
+ * second time. Sets the reply's status. Does nothing for a request without a key.
+ *
+ * @example
+ * ```ts
+ * await db.transaction().execute(async (tx) => {
+ *   // ... the state change ...
+ *   const response = { data };
+ *   await storeResponse(tx, request, reply, 201, response);
+ *   return response;
+ * });
+ * ```
+ */
+export async function storeResponse(
+  tx: Transaction<Schema> | Kysely<Schema>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  response: unknown,
+): Promise<void> {
+  reply.code(status);
+  const key = request.idempotencyKey;
+  if (key === undefined) return;
+  const { businessId, mode } = request.principal;
+  await tx
+    .updateTable('idempotency_keys')
+    .set({ response_status: status, response_body: String(reply.serialize(response)) })
+    .where('business_id', '=', businessId)
+    .where('mode', '=', mode)
+    .where('key', '=', key)
+    .execute();
 }

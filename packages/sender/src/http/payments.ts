@@ -7,6 +7,7 @@ import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import { writeEvent } from '../delivery/outbox.js';
 import { ApiError, type FieldError } from './errors.js';
+import { storeResponse } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
 /** Payment method types accepted on creation (DESIGN.md); the stablecoin sample's spelling is normalized. */
@@ -236,7 +237,10 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
             })
             .execute();
           await writeEvent(tx, { type: 'payment.session.created', businessId, mode, payment });
-          return payment;
+          // The response is stored under the Idempotency-Key with the session, in one commit.
+          const response = { data: envelope(payment, expiresAt) };
+          await storeResponse(tx, request, reply, 201, response);
+          return response;
         })
         .catch((error: unknown) => {
           if ((error as { code?: string }).code === '23505') {
@@ -249,8 +253,7 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
           }
           throw error;
         });
-      reply.code(201);
-      return { data: envelope(result, expiresAt) };
+      return result;
     },
   );
 

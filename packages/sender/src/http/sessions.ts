@@ -1,12 +1,13 @@
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
-import type { Kysely, Transaction } from 'kysely';
 import { Type } from 'typebox';
 import type { Database } from '../db/database.js';
-import type { Schema } from '../db/schema.js';
-import { writeEvent } from '../delivery/outbox.js';
+import { expireSession } from '../sweeper.js';
 import { ApiError } from './errors.js';
-import { envelope, type Payment, SessionEnvelopeSchema, UUID } from './payments.js';
+import { envelope, type Payment, SessionEnvelopeSchema } from './payments.js';
+import { sandboxRoutes } from './sandbox.js';
+import { sandboxPages } from './sandbox-pages.js';
+import { failSession, lockSession } from './session-state.js';
 
 // The sandbox card declined at capture (DESIGN.md); any other number, 4242424242424242 for one,
 // goes on to 3-D Secure, which the sandbox completion route passes.
@@ -29,59 +30,9 @@ const CaptureBody = Type.Object(
   { additionalProperties: true },
 );
 
-type Row = {
-  id: string;
-  data: Record<string, unknown>;
-  status: string;
-  method_type: string | null;
-  expires_at: Date;
-  captured_at: Date | null;
-  auth_type: string | null;
-  links: Record<string, string>;
-};
-
-/** Loads a session of this business and mode for update, or 404. */
-async function lockSession(
-  tx: Transaction<Schema> | Kysely<Schema>,
-  id: string,
-  businessId: string,
-  mode: string,
-): Promise<Row> {
-  const row = UUID.test(id)
-    ? await tx
-        .selectFrom('payments')
-        .select(['id', 'data', 'status', 'method_type', 'expires_at', 'captured_at', 'auth_type', 'links'])
-        .where('id', '=', id)
-        .where('business_id', '=', businessId)
-        .where('mode', '=', mode as 'test' | 'live')
-        .forUpdate()
-        .executeTakeFirst()
-    : undefined;
-  if (!row) throw new ApiError(404, 'not_found', `No payment session ${JSON.stringify(id)}.`);
-  return row;
-}
-
-/** Moves a payment to `failed` with a reason, and writes its event. */
-async function fail(
-  tx: Transaction<Schema>,
-  row: Row,
-  businessId: string,
-  mode: 'test' | 'live',
-  reason: string,
-): Promise<Payment> {
-  const payment = { ...(row.data as Payment), status: 'failed', cancellation_reason: reason } as Payment;
-  await tx
-    .updateTable('payments')
-    .set({ status: 'failed', data: JSON.stringify(payment) })
-    .where('id', '=', row.id)
-    .execute();
-  await writeEvent(tx, { type: 'payment.session.failed', businessId, mode, payment });
-  return payment;
-}
-
 /**
  * `POST /payment-sessions/{payment_id}` (capture: the payment stays pending and gets the
- * method's account or links) and the sandbox's completion route for test keys.
+ * method's account or links), and the sandbox's routes and pages.
  */
 export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (app, { database }) => {
   const { db } = database;
@@ -112,7 +63,7 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
         }
         if (new Date(row.expires_at).getTime() <= Date.now()) {
           // Failed and committed (with its event) before the 409 is answered.
-          await fail(tx, row, businessId, mode, 'expired');
+          await expireSession(tx, row);
           return 'expired' as const;
         }
         const payment = row.data as Payment;
@@ -158,7 +109,7 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
                 { field: 'card', message: 'is required for a card payment' },
               ]);
             if (card.number === CARD_DECLINED) {
-              const failed = await fail(tx, row, businessId, mode, 'card_declined');
+              const failed = await failSession(tx, row, 'card_declined');
               return { data: envelope(failed, new Date(row.expires_at)) };
             }
             authType = '3ds';
@@ -192,43 +143,7 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
     },
   );
 
-  app.post<{ Params: { payment_id: string }; Body: { outcome: 'succeeded' | 'failed' } }>(
-    '/sandbox/payment-sessions/:payment_id/complete',
-    {
-      schema: {
-        body: Type.Object(
-          { outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('failed')]) },
-          { additionalProperties: true },
-        ),
-        response: { 200: Type.Object({ data: SessionEnvelopeSchema }) },
-      },
-    },
-    async (request) => {
-      const { businessId, mode } = request.principal;
-      // The sandbox exists for test keys only: to a live key the route does not exist.
-      if (mode !== 'test') throw new ApiError(404, 'not_found', `No route POST ${request.url}.`);
-      return db.transaction().execute(async (tx) => {
-        const row = await lockSession(tx, request.params.payment_id, businessId, mode);
-        if (row.captured_at === null)
-          throw new ApiError(409, 'not_captured', 'Capture the session before completing it.');
-        if (row.status !== 'pending')
-          throw new ApiError(409, 'invalid_state', `The payment is ${row.status} already.`);
-        if (request.body.outcome === 'failed') {
-          const failed = await fail(tx, row, businessId, mode, 'payment_failed');
-          return { data: envelope(failed, new Date(row.expires_at)) };
-        }
-        // The customer paid: funds received (captured), then credited to the business (settled).
-        const settled = { ...(row.data as Payment), status: 'settled' } as Payment;
-        await tx
-          .updateTable('payments')
-          .set({ status: 'settled', data: JSON.stringify(settled) })
-          .where('id', '=', row.id)
-          .execute();
-        await writeEvent(tx, { type: 'payment.session.succeeded', businessId, mode, payment: settled });
-        return {
-          data: envelope(settled, new Date(row.expires_at), { auth_type: row.auth_type, links: row.links }),
-        };
-      });
-    },
-  );
+  // The sandbox: test-key routes that play the customer's side, and the public pages of capture links.
+  await app.register(sandboxRoutes, { database });
+  await app.register(sandboxPages, { database });
 };

@@ -1,0 +1,134 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from 'typebox';
+import type { Database } from '../db/database.js';
+import { expireSession } from '../sweeper.js';
+import { ApiError } from './errors.js';
+import { envelope, SessionEnvelopeSchema } from './payments.js';
+import { failSession, lockSession, receiveFunds, type SessionRow, settleSession } from './session-state.js';
+
+const Answer = { 200: Type.Object({ data: SessionEnvelopeSchema }) };
+// These routes take no body; an empty JSON object (or none at all) is accepted.
+const NoBody = Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]);
+
+const capture = (row: SessionRow) => ({ auth_type: row.auth_type, links: row.links });
+
+/**
+ * The sandbox's API, for test-mode keys only (to a live key these routes do not exist: 404, before
+ * the body is even read). They play the customer's side of a payment:
+ * - `POST /sandbox/payment-sessions/{id}/complete` with `{"outcome": "succeeded" | "failed"}`: the
+ *   customer of a captured session pays (the payment becomes `captured`, funds received, and then
+ *   `settled`, with `payment.session.succeeded`; `"settle": false` stops at `captured`) or their
+ *   payment fails (`failed`, `cancellation_reason: "payment_failed"`).
+ * - `POST /sandbox/payment-sessions/{id}/settle`: credits a `captured` payment to the business.
+ * - `POST /sandbox/payment-sessions/{id}/expire`: moves a pending session's clock to its
+ *   `expires_at`, and fails it as the sweeper would (`cancellation_reason: "expired"`).
+ */
+export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (app, { database }) => {
+  const { db } = database;
+
+  app.addHook('onRequest', async (request) => {
+    if (request.principal?.mode !== 'test') {
+      throw new ApiError(404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}.`);
+    }
+  });
+
+  app.post<{ Params: { payment_id: string }; Body: { outcome: 'succeeded' | 'failed'; settle?: boolean } }>(
+    '/sandbox/payment-sessions/:payment_id/complete',
+    {
+      schema: {
+        summary: 'Sandbox: the customer pays, or their payment fails (test keys only)',
+        body: Type.Object(
+          {
+            outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('failed')]),
+            settle: Type.Optional(
+              Type.Boolean({
+                description:
+                  'After a succeeded outcome, settle the payment too (default true); false leaves it captured.',
+              }),
+            ),
+          },
+          { additionalProperties: true },
+        ),
+        response: Answer,
+      },
+    },
+    async (request) => {
+      const { businessId, mode } = request.principal;
+      const { outcome, settle = true } = request.body;
+      const first = await db.transaction().execute(async (tx) => {
+        const row = await lockSession(tx, request.params.payment_id, businessId, mode);
+        if (row.captured_at === null)
+          throw new ApiError(409, 'not_captured', 'Capture the session before completing it.');
+        if (row.status !== 'pending')
+          throw new ApiError(409, 'invalid_state', `The payment is ${row.status} already.`);
+        const payment =
+          outcome === 'failed' ? await failSession(tx, row, 'payment_failed') : await receiveFunds(tx, row);
+        return { row, payment };
+      });
+      if (first.payment.status !== 'captured' || !settle) {
+        return { data: envelope(first.payment, new Date(first.row.expires_at), capture(first.row)) };
+      }
+      // Funds received is committed on its own, so `captured` is a state a reader can meet; then
+      // the payment is credited to the business in a second transaction, with its event.
+      return db.transaction().execute(async (tx) => {
+        const row = await lockSession(tx, first.row.id, businessId, mode);
+        // Settled meanwhile by the settle route: answer the payment as it is.
+        const payment = row.status === 'captured' ? await settleSession(tx, row) : row.data;
+        return { data: envelope(payment as typeof first.payment, new Date(row.expires_at), capture(row)) };
+      });
+    },
+  );
+
+  app.post<{ Params: { payment_id: string } }>(
+    '/sandbox/payment-sessions/:payment_id/settle',
+    {
+      schema: {
+        summary: 'Sandbox: credit a captured payment to the business (test keys only)',
+        body: NoBody,
+        response: Answer,
+      },
+    },
+    async (request) => {
+      const { businessId, mode } = request.principal;
+      return db.transaction().execute(async (tx) => {
+        const row = await lockSession(tx, request.params.payment_id, businessId, mode);
+        if (row.status !== 'captured')
+          throw new ApiError(
+            409,
+            'invalid_state',
+            `The payment is ${row.status}; only a captured payment (funds received) can be settled.`,
+          );
+        const payment = await settleSession(tx, row);
+        return { data: envelope(payment, new Date(row.expires_at), capture(row)) };
+      });
+    },
+  );
+
+  app.post<{ Params: { payment_id: string } }>(
+    '/sandbox/payment-sessions/:payment_id/expire',
+    {
+      schema: {
+        summary: "Sandbox: move a pending session's clock past expires_at (test keys only)",
+        body: NoBody,
+        response: Answer,
+      },
+    },
+    async (request) => {
+      const { businessId, mode } = request.principal;
+      return db.transaction().execute(async (tx) => {
+        const row = await lockSession(tx, request.params.payment_id, businessId, mode);
+        if (row.status !== 'pending')
+          throw new ApiError(
+            409,
+            'invalid_state',
+            `The payment is ${row.status}; only a pending session can expire.`,
+          );
+        const now = new Date();
+        const expiresAt = new Date(row.expires_at) < now ? new Date(row.expires_at) : now;
+        await tx.updateTable('payments').set({ expires_at: expiresAt }).where('id', '=', row.id).execute();
+        const payment = await expireSession(tx, row);
+        return { data: envelope(payment, expiresAt, capture(row)) };
+      });
+    },
+  );
+};
