@@ -1,0 +1,445 @@
+/**
+ * pnpm bench:delivery — webhook deliveries per second from one sender process to a fast local
+ * receiver, side by side with a bare undici loop posting the same bodies to the same receiver (the
+ * physical limit here), on PostgreSQL and on PGlite; and the latency of the worker's claim query
+ * with 10,000 and with 1,000,000 pending deliveries in the table. Targets on PostgreSQL: the worker
+ * at least 0.5x the bare loop's deliveries/s, and the claim's p50 at 1,000,000 pending within 2x
+ * of its p50 at 10,000. On PGlite the figures are reported only.
+ *
+ * Method: the receiver is a node:http server on 127.0.0.1 in a child process (this file, run with
+ * `receive`), so that it does not share the sender's event loop; it reads each body and answers
+ * 200 with a tiny body. For each storage, this process opens the database with `openDatabase`
+ * (PostgreSQL: a random schema made for the run and dropped at the end; PGlite: a temporary
+ * directory removed at the end) and inserts BENCH_DELIVERIES events (default 5,000) with one
+ * delivery each to the receiver, in bulk through Kysely; each event's payload is the
+ * `signedPayload` of a realistic payment (`createTestPayment`, about 1 KB). The bare loop posts
+ * those same bodies with an undici Agent, 32 in flight, checking every status is 200, once before
+ * and once after the worker's run (the faster of the two is the limit reported). The worker
+ * is `createDeliveryWorker` with `createDeliveryClient({ allowPrivate: true })`, concurrency 32
+ * and perUrlConcurrency 32 (the default per-URL limit of 4 would cap a benchmark that has a single
+ * receiver URL at 4 in flight), and the time of `worker.runDue()` over all the rows gives its
+ * deliveries/s. Each side first runs a warm-up of 500 (bare first, then the worker), then the
+ * timed run. undici is not a dependency of bench/, so it is loaded from @payhook/sender's own
+ * dependencies (createRequire), the same copy the delivery client uses.
+ *
+ * Claim latency: the deliveries table is filled with pending rows due now, all referencing one
+ * event (`insert ... select ... from generate_series`), then analyzed; the worker's claim query
+ * (copied from worker.ts: `with due as (... for update skip locked) update ... returning`, limit
+ * 32, no saturated URLs) runs BENCH_CLAIMS times (default 200), each in a transaction that is
+ * rolled back so that the table keeps its size; p50 and p99 at 10,000, then at 1,000,000 pending.
+ * On PGlite the table grows by 100,000 rows at a time and stops at 1,000,000 or when filling
+ * exceeds BENCH_PGLITE_FILL_S seconds (default 120), whichever comes first; the size reached is
+ * reported.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { createTestPayment } from '@payhook/core/testing';
+import {
+  createDeliveryClient,
+  createDeliveryWorker,
+  type Database,
+  openDatabase,
+  signedPayload,
+} from '@payhook/sender';
+import { sql } from 'kysely';
+import pg from 'pg';
+
+import { BENCH_BUSINESS_ID, printTable, writeResults } from './lib.js';
+
+const N = Number(process.env.BENCH_DELIVERIES ?? 5000);
+const WARMUP = 500;
+const CONCURRENCY = 32;
+const CLAIMS = Number(process.env.BENCH_CLAIMS ?? 200);
+const CLAIM_LIMIT = 32;
+const PGLITE_FILL_S = Number(process.env.BENCH_PGLITE_FILL_S ?? 120);
+const TARGET_THROUGHPUT = 0.5;
+const TARGET_CLAIM = 2;
+const DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const EVENT_TYPE = 'payment.session.succeeded';
+
+/** The few undici calls the bare loop makes (undici is loaded from the sender's dependencies). */
+interface Undici {
+  Agent: new (options?: { connections?: number | null }) => { close(): Promise<void> };
+  request(
+    url: string,
+    options: { dispatcher: unknown; method: string; headers: Record<string, string>; body: string },
+  ): Promise<{ statusCode: number; body: { text(): Promise<string> } }>;
+}
+const requireHere = createRequire(import.meta.url);
+const undici = createRequire(requireHere.resolve('@payhook/sender/package.json'))('undici') as Undici;
+
+type Storage = 'postgres' | 'pglite';
+
+/** Child process: the receiver. Prints its port; prints the requests it answered on SIGTERM. */
+function receive(): void {
+  let requests = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      requests++;
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' });
+      res.end('ok');
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1', () => {
+    process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`);
+  });
+  process.once('SIGTERM', () => {
+    process.stdout.write(`${JSON.stringify({ requests })}\n`);
+    process.exit(0);
+  });
+}
+
+async function startReceiver() {
+  const script = fileURLToPath(import.meta.url);
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', script, 'receive'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
+  const next = async () => {
+    const line = await lines.next();
+    if (line.done) throw new Error('the receiver closed its output');
+    return JSON.parse(line.value);
+  };
+  const { port } = (await next()) as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/webhooks`,
+    /** Stops the receiver and returns how many requests it answered. */
+    async stop(): Promise<number> {
+      const counted = next() as Promise<{ requests: number }>;
+      child.kill('SIGTERM');
+      return (await counted).requests;
+    },
+  };
+}
+
+/** Inserts `count` events (signed ~1 KB payloads) with one delivery each to `url`; returns the bodies. */
+async function seed(database: Database, url: string, count: number): Promise<string[]> {
+  const bodies: string[] = [];
+  for (let offset = 0; offset < count; offset += 500) {
+    const events = [];
+    for (let i = offset; i < Math.min(count, offset + 500); i++) {
+      const payload = signedPayload(EVENT_TYPE, createTestPayment({ status: 'settled' }), BENCH_BUSINESS_ID);
+      bodies.push(payload);
+      events.push({
+        id: randomUUID(),
+        business_id: BENCH_BUSINESS_ID,
+        mode: 'test' as const,
+        type: EVENT_TYPE,
+        payment_id: null,
+        payload,
+      });
+    }
+    await database.db.insertInto('events').values(events).execute();
+    await database.db
+      .insertInto('deliveries')
+      .values(events.map((e) => ({ event_id: e.id, url })))
+      .execute();
+  }
+  return bodies;
+}
+
+/** The bare loop: posts every body with undici, `CONCURRENCY` in flight; returns deliveries/s. */
+async function bareLoop(
+  url: string,
+  bodies: readonly string[],
+): Promise<{ perSecond: number; failed: number }> {
+  const agent = new undici.Agent({ connections: null });
+  let next = 0;
+  let failed = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < bodies.length) {
+        const body = bodies[next++] as string;
+        const res = await undici.request(url, {
+          dispatcher: agent,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'user-agent': 'payhook-bench' },
+          body,
+        });
+        await res.body.text();
+        if (res.statusCode !== 200) failed++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  await agent.close();
+  return { perSecond: bodies.length / seconds, failed };
+}
+
+/** The worker: `runDue()` over every pending row; returns deliveries/s and what the table says. */
+async function workerRun(database: Database, count: number) {
+  const client = createDeliveryClient({ allowPrivate: true });
+  const worker = createDeliveryWorker({
+    database,
+    client,
+    concurrency: CONCURRENCY,
+    perUrlConcurrency: CONCURRENCY,
+  });
+  const t0 = performance.now();
+  const made = await worker.runDue();
+  const seconds = (performance.now() - t0) / 1000;
+  await worker.stop();
+  await client.close();
+  if (made !== count) throw new Error(`the worker made ${made} attempts, expected ${count}`);
+  return { perSecond: made / seconds };
+}
+
+async function countDeliveries(database: Database) {
+  const rows = await database.db
+    .selectFrom('deliveries')
+    .select(['status', (eb) => eb.fn.countAll().as('n')])
+    .groupBy('status')
+    .execute();
+  return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+}
+
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+
+class Rollback extends Error {}
+
+/** The worker's claim query (worker.ts, no saturated URLs), timed inside rolled-back transactions. */
+async function claimLatency(database: Database): Promise<{ p50: number; p99: number; claimed: number }> {
+  const times: number[] = [];
+  let claimed = 0;
+  for (let i = 0; i < CLAIMS + 10; i++) {
+    await database.db
+      .transaction()
+      .execute(async (tx) => {
+        const at = new Date();
+        const leaseEnd = new Date(at.getTime() + 60_000);
+        const t0 = performance.now();
+        const result = await sql`
+          with due as (
+            select id from deliveries
+            where status = 'pending' and next_attempt_at <= ${at}
+            order by next_attempt_at
+            limit ${CLAIM_LIMIT}
+            for update skip locked
+          )
+          update deliveries d
+          set claim_token = gen_random_uuid(), next_attempt_at = ${leaseEnd}
+          from due, events e
+          where d.id = due.id and e.id = d.event_id
+          returning d.id, d.claim_token as token, d.event_id, d.url, d.attempts, d.first_attempt_at, e.payload`.execute(
+          tx,
+        );
+        const ms = performance.now() - t0;
+        if (i >= 10) {
+          times.push(ms); // the first 10 are a warm-up
+          claimed = result.rows.length;
+        }
+        throw new Rollback();
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof Rollback)) throw error;
+      });
+  }
+  times.sort((a, b) => a - b);
+  return { p50: quantile(times, 0.5), p99: quantile(times, 0.99), claimed };
+}
+
+/** Adds `count` pending rows due now, all referencing one event, with one INSERT ... SELECT. */
+async function fillPending(database: Database, eventId: string, url: string, count: number): Promise<void> {
+  await sql`
+    insert into deliveries (event_id, url, next_attempt_at)
+    select ${eventId}::uuid, ${url}, now() - interval '1 minute' from generate_series(1, ${count}::int)`.execute(
+    database.db,
+  );
+}
+
+type ClaimRow = { pending: number; fillSeconds: number; p50: number; p99: number; claimed: number };
+
+async function claimSizes(database: Database, storage: Storage, url: string): Promise<ClaimRow[]> {
+  // What the throughput run left is delivered: the partial due index holds pending rows only.
+  const eventId = (await database.db.selectFrom('events').select('id').limit(1).executeTakeFirstOrThrow()).id;
+  const out: ClaimRow[] = [];
+  let pending = 0;
+  let fillSeconds = 0;
+  const growTo = async (size: number, step: number, budgetS: number) => {
+    while (pending < size && fillSeconds < budgetS) {
+      const add = Math.min(step, size - pending);
+      const t0 = performance.now();
+      await fillPending(database, eventId, url, add);
+      fillSeconds += (performance.now() - t0) / 1000;
+      pending += add;
+      process.stdout.write(
+        `  ${storage}: ${pending.toLocaleString('en-US')} pending (${fillSeconds.toFixed(1)} s)\n`,
+      );
+    }
+    await sql`analyze deliveries`.execute(database.db);
+  };
+  for (const size of [10_000, 1_000_000]) {
+    await growTo(
+      size,
+      storage === 'pglite' ? 100_000 : 250_000,
+      storage === 'pglite' ? PGLITE_FILL_S : Infinity,
+    );
+    out.push({ pending, fillSeconds, ...(await claimLatency(database)) });
+  }
+  return out;
+}
+
+type Result = {
+  deliveries: number;
+  bare: { perSecond: number; runs: number[]; failed: number };
+  worker: { perSecond: number };
+  ratio: number;
+  statuses: Record<string, number>;
+  received: number;
+  claim: ClaimRow[];
+  claimRatio: number;
+};
+
+async function measure(storage: Storage, where: string): Promise<Result> {
+  const receiver = await startReceiver();
+  const database = await openDatabase(
+    storage === 'postgres' ? { url: DATABASE_URL, schema: where } : { dataDir: where },
+  );
+  try {
+    // Warm-up: both sides, on their own rows.
+    const warm = await seed(database, receiver.url, WARMUP);
+    await bareLoop(receiver.url, warm);
+    await workerRun(database, WARMUP);
+
+    const bodies = await seed(database, receiver.url, N);
+    // The bare loop runs before and after the worker; the faster of the two is the limit.
+    const bareBefore = await bareLoop(receiver.url, bodies);
+    const worker = await workerRun(database, N);
+    const bareAfter = await bareLoop(receiver.url, bodies);
+    const bare = {
+      perSecond: Math.max(bareBefore.perSecond, bareAfter.perSecond),
+      runs: [bareBefore.perSecond, bareAfter.perSecond],
+      failed: bareBefore.failed + bareAfter.failed,
+    };
+    const statuses = await countDeliveries(database);
+    if (statuses.delivered !== N + WARMUP)
+      throw new Error(`${storage}: ${JSON.stringify(statuses)} after the runs`);
+    console.log(
+      `${storage}: bare ${Math.round(bare.perSecond)}/s, worker ${Math.round(worker.perSecond)}/s; filling the queue`,
+    );
+    const claim = await claimSizes(database, storage, receiver.url);
+    const [small, large] = claim as [ClaimRow, ClaimRow];
+    return {
+      deliveries: N,
+      bare,
+      worker,
+      ratio: worker.perSecond / bare.perSecond,
+      statuses,
+      received: await receiver.stop(),
+      claim,
+      claimRatio: large.p50 / small.p50,
+    };
+  } finally {
+    await database.close();
+    await receiver.stop().catch(() => 0);
+  }
+}
+
+const label = (storage: Storage) => (storage === 'postgres' ? 'PostgreSQL' : 'PGlite');
+const ms = (x: number) => `${x.toFixed(2)} ms`;
+
+async function main(): Promise<void> {
+  console.log(
+    `${N.toLocaleString('en-US')} deliveries of ~1 KB signed payloads to one local receiver, ` +
+      `${CONCURRENCY} in flight (worker perUrlConcurrency ${CONCURRENCY}); claim query x${CLAIMS}, limit ${CLAIM_LIMIT}\n`,
+  );
+  const results: Partial<Record<Storage, Result>> = {};
+
+  const schema = `payhook_bench_${randomBytes(4).toString('hex')}`;
+  try {
+    results.postgres = await measure('postgres', schema);
+  } finally {
+    const client = new pg.Client({ connectionString: DATABASE_URL });
+    await client.connect();
+    await client.query(`drop schema if exists ${schema} cascade`);
+    await client.end();
+  }
+
+  const dir = await mkdtemp(join(tmpdir(), 'payhook-bench-delivery-'));
+  try {
+    results.pglite = await measure('pglite', join(dir, 'data'));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+
+  console.log();
+  const rows: string[][] = [];
+  for (const storage of ['postgres', 'pglite'] as const) {
+    const r = results[storage];
+    if (!r) continue;
+    rows.push([
+      label(storage),
+      'bare undici loop',
+      Math.round(r.bare.perSecond).toLocaleString('en-US'),
+      '1.00',
+    ]);
+    rows.push([
+      label(storage),
+      'worker.runDue()',
+      Math.round(r.worker.perSecond).toLocaleString('en-US'),
+      r.ratio.toFixed(2),
+    ]);
+  }
+  printTable(['storage', 'sender', 'deliveries/s', 'x bare'], rows);
+
+  console.log();
+  const claimRows: string[][] = [];
+  for (const storage of ['postgres', 'pglite'] as const) {
+    const r = results[storage];
+    if (!r) continue;
+    for (const c of r.claim) {
+      claimRows.push([
+        label(storage),
+        c.pending.toLocaleString('en-US'),
+        `${c.fillSeconds.toFixed(1)} s`,
+        ms(c.p50),
+        ms(c.p99),
+        String(c.claimed),
+        (c.p50 / (r.claim[0] as ClaimRow).p50).toFixed(2),
+      ]);
+    }
+  }
+  printTable(['storage', 'pending', 'filled in', 'claim p50', 'claim p99', 'rows', 'x p50'], claimRows);
+  for (const storage of ['postgres', 'pglite'] as const) {
+    const r = results[storage];
+    if (r)
+      console.log(
+        `${storage}: deliveries ${JSON.stringify(r.statuses)}, receiver answered ${r.received} requests, bare runs ${r.bare.runs.map(Math.round).join(' and ')}/s, bare failures ${r.bare.failed}`,
+      );
+  }
+  console.log(`\nresults written to ${writeResults('delivery', results).replace(process.cwd(), '.')}`);
+
+  const pgResult = results.postgres;
+  if (!pgResult) return;
+  const misses: string[] = [];
+  if (pgResult.ratio < TARGET_THROUGHPUT)
+    misses.push(
+      `worker ${pgResult.ratio.toFixed(2)}x the bare loop's deliveries/s (target ${TARGET_THROUGHPUT}x)`,
+    );
+  if (pgResult.claimRatio > TARGET_CLAIM)
+    misses.push(
+      `claim p50 at 1,000,000 pending ${pgResult.claimRatio.toFixed(2)}x that at 10,000 (target ${TARGET_CLAIM}x)`,
+    );
+  if (misses.length === 0)
+    console.log(
+      `\nPostgreSQL targets met: worker ${pgResult.ratio.toFixed(2)}x the bare loop (target ${TARGET_THROUGHPUT}x), ` +
+        `claim p50 ${pgResult.claimRatio.toFixed(2)}x from 10,000 to 1,000,000 pending (target ${TARGET_CLAIM}x)`,
+    );
+  else console.log(`\nbelow target:\nPostgreSQL: ${misses.join('\nPostgreSQL: ')}`);
+}
+
+if (process.argv[2] === 'receive') receive();
+else await main();
