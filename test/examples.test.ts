@@ -126,3 +126,40 @@ describe('examples with REDIS_URL', () => {
     expect((a.output() + b.output()).split(`payment=${event.data.id}`)).toHaveLength(2);
   });
 });
+
+describe('examples/sender-sandbox', () => {
+  it('drives a running sender through a whole payment with plain HTTP calls', {
+    timeout: 60_000,
+  }, async () => {
+    const { loadConfig, startSender } = await import('@payhook/sender');
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'payhook-sandbox-example-'));
+    const key = 'sk_test_sandbox_example';
+    const sender = await startSender({
+      config: loadConfig({
+        PORT: '0',
+        PAYHOOK_DATA_DIR: join(dir, 'data'),
+        PAYHOOK_API_KEYS: `${key}:4d1f6a2b-8c3e-4f5a-9b6c-7d8e9f0a1b2c:test`,
+      }),
+      logger: false,
+    });
+    try {
+      const child = spawn(process.execPath, ['index.mjs'], {
+        cwd: `${root}examples/sender-sandbox`,
+        env: { ...process.env, PAYHOOK_URL: sender.url, PAYHOOK_API_KEY: key },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout?.on('data', (chunk) => (out += chunk));
+      child.stderr?.on('data', (chunk) => (out += chunk));
+      const [code] = await once(child, 'exit');
+      expect(out).toContain('events: payment.session.created, payment.session.succeeded');
+      expect(code).toBe(0);
+    } finally {
+      await sender.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
