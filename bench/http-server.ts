@@ -1,6 +1,12 @@
 /**
  * One server of the HTTP benchmark, in its own process so that the load generator does not share
  * its event loop: `tsx bench/http-server.ts <express|koa|fastify> <bare|payhook>`. Prints the port.
+ *
+ * The bare route of each framework is a JSON webhook endpoint without payhook: it reads the body,
+ * parses it the framework's usual way and answers 200 (Express 5 with `express.json()`, Koa 3 with
+ * the body read and parsed in the route, as @koa/bodyparser does, Fastify 5 with its own JSON
+ * parser), so that every bare route handles the body the same way and each adapter is compared
+ * with what the same endpoint costs without it. No other middleware on either side.
  */
 import type { AddressInfo } from 'node:net';
 import { createReceiver } from '@payhook/core';
@@ -29,12 +35,22 @@ process.on('SIGTERM', () => {
   process.exit(0);
 });
 
+/** The body of a request as text. */
+function readBody(req: NodeJS.ReadableStream): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
 async function listen(): Promise<number> {
   switch (framework) {
     case 'express': {
       const app = express();
       if (withPayhook) app.use('/webhooks', expressPayhook(receiver));
-      else app.post('/webhooks', (_req, res) => void res.json({ received: true }));
+      else app.post('/webhooks', express.json(), (_req, res) => void res.json({ received: true }));
       const server = app.listen(0, '127.0.0.1');
       await new Promise((resolve) => server.once('listening', resolve));
       return (server.address() as AddressInfo).port;
@@ -43,8 +59,10 @@ async function listen(): Promise<number> {
       const app = new Koa();
       if (withPayhook) app.use(koaPayhook(receiver, { path: '/webhooks' }));
       else
-        app.use((ctx) => {
-          if (ctx.method === 'POST' && ctx.path === '/webhooks') ctx.body = { received: true };
+        app.use(async (ctx) => {
+          if (ctx.method !== 'POST' || ctx.path !== '/webhooks') return;
+          JSON.parse(await readBody(ctx.req));
+          ctx.body = { received: true };
         });
       const server = app.listen(0, '127.0.0.1');
       await new Promise((resolve) => server.once('listening', resolve));

@@ -18,9 +18,8 @@ import { PayhookError } from './errors.js';
  * ```
  */
 export function canonicalJson(value: unknown): string {
-  if (isInCanonicalOrder(value, 0)) {
-    return JSON.stringify(value);
-  }
+  const fast = fastCanonicalJson(value);
+  if (fast !== undefined) return fast;
   const out = encode(value, new Set());
   if (out === undefined) {
     throw new PayhookError(
@@ -39,56 +38,114 @@ export function canonicalJsonWithout(value: unknown, omitKey: string): string {
   if (value === null || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, omitKey)) {
     return canonicalJson(value);
   }
+  const fast = fastCanonicalJson(value, omitKey);
+  if (fast !== undefined) return fast;
   const copy: Record<string, unknown> = { ...(value as Record<string, unknown>) };
   delete copy[omitKey];
   return canonicalJson(copy);
 }
 
+/**
+ * RFC 8785 text of plain JSON data through the native `JSON.stringify`, or `undefined` when the
+ * value holds anything this path does not take (then {@link canonicalJson}'s general encoder
+ * decides, and may throw). A value whose objects already list their keys in canonical order (every
+ * payload parsed from a JCS body) is stringified as it is; otherwise the objects out of order are
+ * copied with their keys inserted in canonical order, which `JSON.stringify` then keeps.
+ * `omitKey` leaves one key of a top-level object out.
+ */
+function fastCanonicalJson(value: unknown, omitKey?: string): string | undefined {
+  const form = canonicalForm(value, 0, omitKey);
+  return form === DECLINED ? undefined : JSON.stringify(form);
+}
+
 const MAX_FAST_DEPTH = 256;
 
+/** What {@link canonicalForm} answers for a value the fast path leaves to the general encoder. */
+const DECLINED: unique symbol = Symbol('declined');
+
+// Keys that an assignment to a fresh object would not create as plain own data properties
+// (`__proto__` sets the prototype; the others may be read-only on a frozen Object.prototype).
+const PROTOTYPE_KEYS = new Set(Object.getOwnPropertyNames(Object.prototype));
+
 /**
- * True when `JSON.stringify(value)` is already the RFC 8785 form: plain data only, every object's own
- * keys in ascending UTF-16 order, every number finite, every string well formed. Read-only and
- * allocation-light (one `Object.keys` per object), so checking costs far less than encoding.
+ * `value` itself when `JSON.stringify(value)` is already its RFC 8785 form (plain data only, every
+ * object's own keys in ascending UTF-16 order, every number finite, every string well formed); a
+ * copy whose objects insert their keys in that order when only the order is off (or `omitKey` is
+ * to be left out); `DECLINED` for anything else. Objects in order are reused, not copied, so a
+ * value in canonical order costs one read-only walk.
  */
-function isInCanonicalOrder(value: unknown, depth: number): boolean {
+function canonicalForm(value: unknown, depth: number, omitKey?: string): unknown {
   switch (typeof value) {
     case 'string':
-      return value.isWellFormed();
+      return value.isWellFormed() ? value : DECLINED;
     case 'number':
-      return Number.isFinite(value);
+      return Number.isFinite(value) ? value : DECLINED;
     case 'boolean':
-      return true;
+      return value;
     case 'object': {
-      if (value === null) return true;
-      if (depth > MAX_FAST_DEPTH) return false;
+      if (value === null) return null;
+      if (depth > MAX_FAST_DEPTH) return DECLINED;
       if (Array.isArray(value)) {
+        let copy: unknown[] | undefined;
         for (let i = 0; i < value.length; i++) {
           const item: unknown = value[i];
-          // undefined, functions and symbols become null in arrays: leave that to the slow path.
-          if (!isInCanonicalOrder(item, depth + 1)) return false;
+          // undefined, functions and symbols become null in arrays: left to the general encoder.
+          const form = canonicalForm(item, depth + 1);
+          if (form === DECLINED) return DECLINED;
+          if (form !== item && copy === undefined) copy = value.slice(0, i);
+          if (copy !== undefined) copy.push(form);
         }
-        return true;
+        return copy ?? value;
       }
-      if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
+      if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return DECLINED;
       const proto = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null) return false;
-      const keys = Object.keys(value);
-      let previous = '';
+      if (proto !== Object.prototype && proto !== null) return DECLINED;
+      const record = value as Record<string, unknown>;
+      const keys = Object.keys(record);
+      let sorted = true;
+      for (let i = 1; i < keys.length; i++) {
+        // Keys are unique, so a strict comparison is a complete check; the empty key sorts first.
+        if (!((keys[i - 1] as string) < (keys[i] as string))) {
+          sorted = false;
+          break;
+        }
+      }
+      // Out of order: a copy, its keys inserted in canonical order (the default sort compares
+      // UTF-16 code units). In order: the object itself, unless a member changes.
+      if (!sorted) keys.sort();
+      let copy: Record<string, unknown> | undefined;
       for (let i = 0; i < keys.length; i++) {
         const key = keys[i] as string;
-        // Keys are unique, so a strict comparison is a complete check; the empty key sorts first.
-        if (i > 0 && !(previous < key)) return false;
-        if (!key.isWellFormed()) return false;
-        if (!isInCanonicalOrder((value as Record<string, unknown>)[key], depth + 1)) return false;
-        previous = key;
+        if (!key.isWellFormed()) return DECLINED;
+        const omit = key === omitKey;
+        const item = omit ? undefined : record[key];
+        const form = omit ? undefined : canonicalForm(item, depth + 1);
+        if (form === DECLINED) return DECLINED;
+        if (copy === undefined && (omit || form !== item || !sorted)) {
+          copy = {};
+          for (let j = 0; j < i; j++) {
+            if (!assign(copy, keys[j] as string, record[keys[j] as string])) return DECLINED;
+          }
+        }
+        if (copy !== undefined && !omit && !assign(copy, key, form)) return DECLINED;
       }
-      return true;
+      return copy ?? value;
     }
     default:
       // undefined, function, symbol, bigint
-      return false;
+      return DECLINED;
   }
+}
+
+/**
+ * Adds a member to a copy, in order. False for keys a plain object would not enumerate in
+ * insertion order (integer-like keys come first, in numeric order) or not take as plain data.
+ */
+function assign(copy: Record<string, unknown>, key: string, value: unknown): boolean {
+  const first = key.charCodeAt(0);
+  if ((first >= 0x30 && first <= 0x39) || PROTOTYPE_KEYS.has(key)) return false;
+  copy[key] = value;
+  return true;
 }
 
 /** The general encoder, for values the fast path declines. Mirrors `canonicalize`'s semantics. */

@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, timingSafeEqual } from 'node:crypto';
 import { canonicalJsonWithout } from './canonical-json.js';
 import { isPayhookError, PayhookError } from './errors.js';
 import { DEFAULT_MAX_DEPTH, decodeUtf8, lexicalEnvelope, parseJson } from './lexical-canonical-json.js';
@@ -64,21 +64,66 @@ export function checksumMessage(event: string, canonicalData: string): string {
   return `${event}|${canonicalData}`;
 }
 
-// Key objects are prepared once per business id: it spares OpenSSL a key import on every event.
-const keys = new Map<string, KeyObject>();
-function keyOf(businessId: string): KeyObject {
-  let key = keys.get(businessId);
-  if (key === undefined) {
-    if (keys.size >= 256) keys.clear();
-    key = createSecretKey(Buffer.from(businessId, 'utf8'));
-    keys.set(businessId, key);
-  }
-  return key;
+/** The HMAC-SHA256 pads of one key (RFC 2104): its bytes, zero-padded to a block, XOR 0x36 and 0x5c. */
+interface Pads {
+  inner: Buffer;
+  /** The outer pad, followed by room for the inner digest. */
+  outer: Buffer;
 }
 
-/** HMAC-SHA256 of `message`, keyed by the UTF-8 bytes of the business id. */
-export function hmac(message: string, businessId: string): Buffer {
-  return createHmac('sha256', keyOf(businessId)).update(message, 'utf8').digest();
+const BLOCK = 64;
+
+// Pads are prepared once per business id (at most 256 kept).
+const pads = new Map<string, Pads>();
+function padsOf(businessId: string): Pads {
+  let p = pads.get(businessId);
+  if (p === undefined) {
+    if (pads.size >= 256) pads.clear();
+    let key = Buffer.from(businessId, 'utf8');
+    if (key.length > BLOCK) key = createHash('sha256').update(key).digest();
+    const inner = Buffer.alloc(BLOCK, 0x36);
+    const outer = Buffer.alloc(BLOCK + 32, 0x5c);
+    for (let k = 0; k < key.length; k++) {
+      inner[k] = (key[k] as number) ^ 0x36;
+      outer[k] = (key[k] as number) ^ 0x5c;
+    }
+    p = { inner, outer };
+    pads.set(businessId, p);
+  }
+  return p;
+}
+
+// The inner pad, then the message: shared by every call (hashing is synchronous), kept up to 256 KiB.
+let scratch = Buffer.alloc(0);
+let scratchPad: Buffer | undefined;
+
+/**
+ * HMAC-SHA256 of `message` (UTF-8), keyed by the UTF-8 bytes of the business id. Computed as RFC
+ * 2104 spells it out, with two one-shot SHA-256 digests (`crypto.hash`) over prepared pads:
+ * creating a Node `Hmac` (an OpenSSL context and a stream object per call) cost more than hashing
+ * a 1 KB event. `tail`, if given, follows `message`: the signed string `event|data` is hashed from
+ * its two parts, without joining them into one string first.
+ */
+export function hmac(message: string, businessId: string, tail?: string): Buffer {
+  const { inner, outer } = padsOf(businessId);
+  // A UTF-16 code unit takes at most 3 bytes of UTF-8.
+  const room = BLOCK + (message.length + (tail === undefined ? 0 : tail.length)) * 3;
+  let buffer = scratch;
+  if (buffer.length < room) {
+    buffer = Buffer.allocUnsafe(Math.max(room, 4096));
+    if (buffer.length <= 256 * 1024) {
+      scratch = buffer;
+      scratchPad = undefined;
+    }
+  }
+  if (buffer !== scratch || scratchPad !== inner) {
+    buffer.set(inner, 0);
+    if (buffer === scratch) scratchPad = inner;
+  }
+  let length = BLOCK + buffer.write(message, BLOCK, 'utf8');
+  if (tail !== undefined) length += buffer.write(tail, length, 'utf8');
+  outer.set(hash('sha256', buffer.subarray(0, length), 'buffer'), BLOCK);
+  return hash('sha256', outer, 'buffer');
 }
 
 /** Lowercase hex HMAC-SHA256 of `message`, keyed by the UTF-8 bytes of the business id. */
@@ -204,42 +249,81 @@ function resolveMode(input: VerifyInput, options: VerifyOptions): Canonicalizati
 export function verifyChecksum(input: VerifyInput, options: VerifyOptions): VerifyResult {
   const mode = resolveMode(input, options);
   if (options.businessIds.length === 0) throw new TypeError('verifyChecksum needs at least one business id.');
+  let envelope: ParsedEnvelope;
   try {
-    const envelope = parseEnvelope(input, options.maxDepth ?? DEFAULT_MAX_DEPTH);
-    const candidates = candidateMessages(envelope, mode);
-    for (const candidate of candidates) {
-      const message = candidate.message();
-      for (const businessId of options.businessIds) {
-        const digest = hmac(message, businessId);
-        if (timingSafeEqual(digest, envelope.expected)) {
-          const { payload } = envelope;
-          return {
-            ok: true,
-            event: payload.event,
-            data: payload.data,
-            payload,
-            businessId,
-            canonicalization: candidate.canonicalization,
-          };
-        }
-      }
-    }
-    return {
-      ok: false,
-      error: new PayhookError(
-        'invalid_checksum',
-        `The checksum matches none of the ${options.businessIds.length} configured business id(s) under ${candidates
-          .map((c) => c.canonicalization)
-          .join(
-            ' or ',
-          )} canonicalization. Check the business id, and that the raw body reaches the verifier unchanged; explainChecksumMismatch() (or \`payhook verify\`) shows the strings that were hashed.`,
-      ),
-    };
+    envelope = parseEnvelope(input, options.maxDepth ?? DEFAULT_MAX_DEPTH);
   } catch (error) {
-    if (isPayhookError(error)) return { ok: false, error };
-    return {
-      ok: false,
-      error: new PayhookError('malformed_payload', 'The body could not be read.', { cause: error }),
-    };
+    return { ok: false, error: asMalformed(error) };
   }
+  return verifyEnvelope(envelope, mode, options.businessIds);
+}
+
+function asMalformed(error: unknown): PayhookError {
+  return isPayhookError(error)
+    ? error
+    : new PayhookError('malformed_payload', 'The body could not be read.', { cause: error });
+}
+
+/**
+ * The checksum check of {@link verifyChecksum} on a body {@link parseEnvelope} read: each candidate
+ * signed string in turn (lexical, then RFC 8785 for `auto`), each business id as the key. Never
+ * throws on bad input.
+ */
+export function verifyEnvelope(
+  envelope: ParsedEnvelope,
+  mode: Canonicalization,
+  businessIds: readonly string[],
+): VerifyResult {
+  const { payload, lexicalData } = envelope;
+  if (mode !== 'jcs') {
+    if (lexicalData === undefined) {
+      throw new TypeError(`canonicalization "${mode}" needs the raw body; pass rawBody, or use "jcs".`);
+    }
+    const businessId = matchingId(`${payload.event}|`, lexicalData, businessIds, envelope.expected);
+    if (businessId !== undefined) return verified(payload, businessId, 'lexical');
+    if (mode === 'lexical') return mismatch(businessIds.length, ['lexical']);
+  }
+  let jcs: string;
+  try {
+    jcs = canonicalJsonWithout(payload.data, 'checksum');
+  } catch (error) {
+    return { ok: false, error: asMalformed(error) };
+  }
+  const businessId = matchingId(`${payload.event}|`, jcs, businessIds, envelope.expected);
+  if (businessId !== undefined) return verified(payload, businessId, 'jcs');
+  return mismatch(businessIds.length, mode === 'jcs' ? ['jcs'] : ['lexical', 'jcs']);
+}
+
+/** The business id whose HMAC of `head + tail` is `expected`, compared in constant time. */
+function matchingId(
+  head: string,
+  tail: string,
+  businessIds: readonly string[],
+  expected: Buffer,
+): string | undefined {
+  for (let i = 0; i < businessIds.length; i++) {
+    const businessId = businessIds[i] as string;
+    if (timingSafeEqual(hmac(head, businessId, tail), expected)) return businessId;
+  }
+  return undefined;
+}
+
+function verified(
+  payload: SignedPayload,
+  businessId: string,
+  canonicalization: AppliedCanonicalization,
+): VerifySuccess {
+  return { ok: true, event: payload.event, data: payload.data, payload, businessId, canonicalization };
+}
+
+function mismatch(ids: number, tried: readonly AppliedCanonicalization[]): VerifyFailure {
+  return {
+    ok: false,
+    error: new PayhookError(
+      'invalid_checksum',
+      `The checksum matches none of the ${ids} configured business id(s) under ${tried.join(
+        ' or ',
+      )} canonicalization. Check the business id, and that the raw body reaches the verifier unchanged; explainChecksumMismatch() (or \`payhook verify\`) shows the strings that were hashed.`,
+    ),
+  };
 }

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import ipaddr from 'ipaddr.js';
 import { describe, expect, it } from 'vitest';
 import { createIpAllowList, normalizeIp, resolveClientIp } from '../src/ip.js';
 
@@ -173,5 +174,86 @@ describe('resolveClientIp', () => {
 
   it('returns undefined for an unusable socket address', () => {
     expect(resolveClientIp({ remoteAddress: undefined })).toBeUndefined();
+  });
+});
+
+describe('the hand-written IPv4 path agrees with ipaddr.js', () => {
+  /** What ipaddr.js makes of an address, with the strict rules of this module. */
+  function reference(input: string): string | undefined {
+    const trimmed = input.trim();
+    const zone = trimmed.indexOf('%');
+    const bare = zone === -1 ? trimmed : trimmed.slice(0, zone);
+    if (!bare.includes(':')) {
+      return ipaddr.IPv4.isValidFourPartDecimal(bare) ? ipaddr.IPv4.parse(bare).toString() : undefined;
+    }
+    if (!ipaddr.IPv6.isValid(bare)) return undefined;
+    const address = ipaddr.IPv6.parse(bare);
+    return address.isIPv4MappedAddress() ? address.toIPv4Address().toString() : address.toString();
+  }
+
+  const octet = fc.oneof(
+    fc.integer({ min: 0, max: 255 }).map(String),
+    fc.constantFrom('00', '01', '256', '999', '', 'x'),
+  );
+  const v4ish = fc
+    .tuple(octet, octet, octet, octet, fc.constantFrom('', '.1', '.'))
+    .map(([a, b, c, d, e]) => `${a}.${b}.${c}.${d}${e}`);
+  const address = fc.oneof(
+    fc.ipV4(),
+    fc.ipV4Extended(),
+    v4ish,
+    fc.ipV6(),
+    fc.ipV4().map((v4) => `::ffff:${v4}`),
+    fc.ipV4().map((v4) => `::FFFF:${v4}`),
+    v4ish.map((v4) => `::ffff:${v4}`),
+    fc.ipV4().map((v4) => `::ffff:${v4}%eth0`),
+    fc.ipV4().map((v4) => ` ${v4} `),
+    fc.string({ unit: fc.constantFrom(...'0123456789abcdefABCDEF.:%f '.split('')), maxLength: 24 }),
+  );
+
+  it('normalizes every input as ipaddr.js reads it', () => {
+    fc.assert(
+      fc.property(address, (input) => {
+        expect(normalizeIp(input), input).toBe(reference(input));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it('matches allow-list entries as ipaddr.js matches them', () => {
+    const entries = ['127.0.0.1', '10.0.0.0/8', '192.0.2.128/25', '2001:db8::/32', '::ffff:198.51.100.0/120'];
+    const allowed = createIpAllowList(entries);
+    const networks = entries.map((entry) => ipaddr.parseCIDR(entry.includes('/') ? entry : `${entry}/32`));
+    const referenceContains = (input: string) => {
+      // contains() reads addresses as they come, surrounding whitespace included (and refused).
+      if (input !== input.trim()) return false;
+      const normalized = reference(input);
+      if (normalized === undefined) return false;
+      const parsed = ipaddr.parse(normalized);
+      return networks.some(([network, bits]) => {
+        // An IPv4-mapped network matches IPv4 addresses, and an IPv4 network their mapped form.
+        if (parsed.kind() === network.kind()) return parsed.match(network, bits);
+        if (network.kind() === 'ipv6' && (network as ipaddr.IPv6).isIPv4MappedAddress()) {
+          return (
+            parsed.kind() === 'ipv4' && parsed.match((network as ipaddr.IPv6).toIPv4Address(), bits - 96)
+          );
+        }
+        return false;
+      });
+    };
+    const near = fc.oneof(
+      address,
+      fc.integer({ min: 0, max: 255 }).map((n) => `10.${n}.0.1`),
+      fc.integer({ min: 0, max: 255 }).map((n) => `192.0.2.${n}`),
+      fc.integer({ min: 0, max: 255 }).map((n) => `::ffff:198.51.100.${n}`),
+      fc.integer({ min: 0, max: 255 }).map((n) => `198.51.100.${n}`),
+      fc.integer({ min: 0, max: 255 }).map((n) => ` 10.${n}.0.1`),
+    );
+    fc.assert(
+      fc.property(near, (input) => {
+        expect(allowed.contains(input), input).toBe(referenceContains(input));
+      }),
+      { numRuns: 5000 },
+    );
   });
 });

@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isPayhookError, lexicalCanonicalJson } from '../src/index.js';
+import { isPayhookError, lexicalCanonicalJson, verifyChecksum } from '../src/index.js';
+import { bodyWith, signText } from './fixtures/encode.js';
 
 describe('lexicalCanonicalJson', () => {
   it.each([
@@ -50,5 +52,211 @@ describe('lexicalCanonicalJson', () => {
   it('accepts 64 levels and takes a custom limit', () => {
     expect(lexicalCanonicalJson(`${'['.repeat(64)}${']'.repeat(64)}`)).toHaveLength(128);
     expect(() => lexicalCanonicalJson('[[[]]]', { maxDepth: 2 })).toThrow(/deeper than 2/);
+  });
+});
+
+/**
+ * The lexical canonical form by the book, slow and plain: a recursive-descent reader that keeps
+ * every token as written, sorts members by decoded key, and refuses duplicate keys. The real one
+ * takes shortcuts (verbatim text when it is canonical already, a tape of token positions
+ * otherwise); this is what they must agree with.
+ */
+function referenceLexical(text: string, omitTopKey?: string): string {
+  JSON.parse(text); // validity, as the real one checks it
+  let i = 0;
+  const ws = () => {
+    while (/[ \t\n\r]/.test(text[i] ?? '')) i++;
+  };
+  const stringToken = () => {
+    const start = i++;
+    while (text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
+    i++;
+    return text.slice(start, i);
+  };
+  const value = (top = false): string => {
+    ws();
+    const c = text[i];
+    let out: string;
+    if (c === '{') {
+      i++;
+      const members: [string, string][] = [];
+      ws();
+      if (text[i] === '}') i++;
+      else
+        for (;;) {
+          ws();
+          const key = stringToken();
+          ws();
+          i++; // ':'
+          members.push([JSON.parse(key) as string, `${key}:${value()}`]);
+          ws();
+          if (text[i++] === '}') break;
+        }
+      members.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+      for (let k = 1; k < members.length; k++) {
+        if ((members[k] as [string, string])[0] === (members[k - 1] as [string, string])[0]) {
+          throw new Error('duplicate');
+        }
+      }
+      const kept = top && omitTopKey !== undefined ? members.filter((m) => m[0] !== omitTopKey) : members;
+      out = `{${kept.map((m) => m[1]).join(',')}}`;
+    } else if (c === '[') {
+      i++;
+      const items: string[] = [];
+      ws();
+      if (text[i] === ']') i++;
+      else
+        for (;;) {
+          items.push(value());
+          ws();
+          if (text[i++] === ']') break;
+        }
+      out = `[${items.join(',')}]`;
+    } else if (c === '"') {
+      out = stringToken();
+    } else {
+      const start = i;
+      while (i < text.length && !/[,\]} \t\n\r]/.test(text[i] as string)) i++;
+      out = text.slice(start, i);
+    }
+    ws();
+    return out;
+  };
+  return value(true);
+}
+
+/** JSON text of `value` spelled at random: whitespace, key order, escapes, number forms, duplicates. */
+function randomSpelling(value: unknown, rand: () => number, duplicates = true): string {
+  const ws = () => (rand() < 0.7 ? '' : ([' ', '\n', '\t', '\r\n  '][Math.floor(rand() * 4)] as string));
+  const str = (s: string) => {
+    if (rand() < 0.6) return JSON.stringify(s);
+    let out = '"';
+    for (const ch of JSON.stringify(s).slice(1, -1)) {
+      const r = rand();
+      if (ch === '/' && r < 0.5) out += '\\/';
+      else if (ch.length === 1 && ch !== '\\' && r < 0.2)
+        out += `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
+      else if (ch.length === 2 && r < 0.3)
+        out += `\\u${ch.charCodeAt(0).toString(16)}\\u${ch.charCodeAt(1).toString(16).toUpperCase()}`;
+      else out += ch;
+    }
+    return `${out}"`;
+  };
+  const num = (n: number) => {
+    const plain = JSON.stringify(n);
+    const r = rand();
+    if (plain === '0' && r < 0.3) return '-0';
+    const integer = /^-?[0-9]+$/.test(plain);
+    if (integer && r < 0.2) return `${plain}.0`;
+    if (integer && r < 0.3) return `${plain}e0`;
+    if (r < 0.35) return plain.replace('e+', 'E+');
+    return plain;
+  };
+  const go = (v: unknown): string => {
+    let out: string;
+    if (typeof v === 'string') out = str(v);
+    else if (typeof v === 'number') out = num(v);
+    else if (v === null || typeof v !== 'object') out = JSON.stringify(v);
+    else if (Array.isArray(v)) out = `[${v.map(go).join(',') || ws()}]`;
+    else {
+      const keys = Object.keys(v);
+      if (rand() < 0.4) keys.sort();
+      else if (rand() < 0.5) keys.reverse();
+      const members = keys.map((k) => `${ws()}${str(k)}${ws()}:${go((v as Record<string, unknown>)[k])}`);
+      if (duplicates && keys.length > 0 && rand() < 0.05) {
+        const k = keys[Math.floor(rand() * keys.length)] as string;
+        members.splice(Math.floor(rand() * members.length), 0, `${str(k)}:${go(null)}`);
+      }
+      out = `{${members.join(',') || ws()}}`;
+    }
+    return `${ws()}${out}${ws()}`;
+  };
+  return go(value);
+}
+
+function seeded(seed: number): () => number {
+  let state = seed >>> 0 || 1;
+  return () => {
+    state = (state * 1103515245 + 12345) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+/** The outcome of a canonicalization: its text, or how it failed. */
+function outcome(fn: () => string): string {
+  try {
+    return fn();
+  } catch (error) {
+    return isPayhookError(error) || (error as Error).message === 'duplicate' ? 'refused' : 'threw';
+  }
+}
+
+describe('lexicalCanonicalJson against a reference implementation', () => {
+  const key = fc.oneof(
+    fc.string(),
+    fc.constantFrom('a', 'b', '', ' ', '!', 'é', '\u{1F600}', '\uffff', '/', 'checksum', '10', '9'),
+  );
+  const tree = fc.letrec((tie) => ({
+    node: fc.oneof(
+      { depthSize: 'small' },
+      fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.maxSafeInteger()),
+      fc.string({ unit: 'grapheme' }),
+      fc.constantFrom(true, false, null, 0, -1, 1e21, 2 ** 53 + 2, 0.5),
+      fc.array(tie('node'), { maxLength: 4 }),
+      fc.dictionary(key, tie('node'), { maxKeys: 6 }),
+      // Objects larger than the insertion sort takes.
+      fc.dictionary(key, fc.integer(), { minKeys: 17, maxKeys: 40 }),
+    ),
+  }));
+
+  it('gives the same text, or refuses the same bodies, on any spelling of any value', () => {
+    fc.assert(
+      fc.property(tree.node, fc.integer(), (value, seed) => {
+        const text = randomSpelling(value, seeded(seed));
+        const expected = outcome(() => referenceLexical(text));
+        expect(
+          outcome(() => lexicalCanonicalJson(text)),
+          text,
+        ).toBe(expected);
+        expect(outcome(() => lexicalCanonicalJson(Buffer.from(text)))).toBe(expected);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('agrees with it on the data of a webhook body (its checksum key left out)', () => {
+    fc.assert(
+      fc.property(fc.dictionary(key, tree.node, { maxKeys: 6 }), fc.integer(), (data, seed) => {
+        const dataText = randomSpelling(data, seeded(seed));
+        const expected = outcome(() => referenceLexical(dataText, 'checksum'));
+        const checksum = expected === 'refused' ? 'a'.repeat(64) : signText('x', expected, 'k');
+        const result = verifyChecksum(
+          { rawBody: bodyWith('x', dataText, checksum) },
+          { businessIds: ['k'], canonicalization: 'lexical' },
+        );
+        if (expected === 'refused')
+          expect(!result.ok && result.error.code, dataText).toBe('malformed_payload');
+        else expect(result.ok, dataText).toBe(true);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('agrees with it on large bodies, one after another', () => {
+    const rand = seeded(7);
+    for (const n of [10, 3000, 200, 20_000]) {
+      const items = Array.from({ length: n }, (_, k) => ({
+        sku: `SKU-${k}`,
+        name: `Item ${k} \u00e9/\u{1F600}`,
+        price: k * 1.5,
+        tags: ['a', { z: k, y: [k, null] }],
+      }));
+      const text = randomSpelling({ items, total: n }, rand, false);
+      expect(lexicalCanonicalJson(text)).toBe(referenceLexical(text));
+      const duplicated = randomSpelling({ items, total: n }, rand);
+      expect(outcome(() => lexicalCanonicalJson(duplicated))).toBe(
+        outcome(() => referenceLexical(duplicated)),
+      );
+    }
   });
 });

@@ -78,7 +78,12 @@ export function payhook(receiver: Receiver): PayhookMiddleware {
         readBody: consumed ? undefined : (maxBytes) => readRawBody(req, maxBytes),
       })
       .then((result) => {
-        res.status(result.status).set(result.headers).json(result.body);
+        // Written directly rather than with res.json(): a webhook acknowledgement needs none of
+        // its content negotiation and ETag (a SHA-1 of every response).
+        res.statusCode = result.status;
+        for (const name in result.headers) res.setHeader(name, result.headers[name] as string);
+        res.setHeader('content-type', 'application/json; charset=utf-8');
+        res.end(JSON.stringify(result.body));
         if (result.afterResponse) runAfterResponse(res, result.afterResponse);
       }, next);
   };

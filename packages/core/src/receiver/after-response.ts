@@ -13,18 +13,16 @@ import type { ServerResponse } from 'node:http';
  * ```
  */
 export function runAfterResponse(res: ServerResponse, start: () => void): void {
-  let started = false;
-  const once = () => {
-    if (started) return;
-    started = true;
-    res.off('finish', once);
-    res.off('close', once);
-    start();
-  };
   if (res.writableFinished || res.destroyed) {
-    setImmediate(once);
+    setImmediate(start);
     return;
   }
-  res.once('finish', once);
-  res.once('close', once);
+  // One listener for both events (not two `once` wrappers): it runs on the first and removes itself.
+  const done = () => {
+    res.removeListener('finish', done);
+    res.removeListener('close', done);
+    start();
+  };
+  res.on('finish', done);
+  res.on('close', done);
 }

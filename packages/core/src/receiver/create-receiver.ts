@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { verifyChecksum } from '../checksum.js';
+import { type ParsedEnvelope, parseEnvelope, type VerifyResult, verifyEnvelope } from '../checksum.js';
 import { isPayhookError, PayhookError } from '../errors.js';
-import { createIpAllowList, type IpAllowList, resolveClientIp } from '../ip.js';
+import { createIpAllowList, type IpAllowList, normalizeIp, resolveClientIp } from '../ip.js';
 import { DEFAULT_MAX_DEPTH } from '../lexical-canonical-json.js';
 import { createMemoryStore } from '../store/memory-store.js';
 import type { IdempotencyStore } from '../store/types.js';
@@ -168,20 +168,20 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           },
         );
       }
+      // Without trusted proxies the framework's address is checked as it is (the allow-list reads
+      // every form of an address); it is normalized only for the log.
       const clientIp = trustedProxies
         ? resolveClientIp({
             remoteAddress: request.remoteAddress,
             forwardedFor: request.forwardedFor,
             trustedProxies,
           })
-        : resolveClientIp({ remoteAddress: request.clientIp ?? request.remoteAddress });
+        : (request.clientIp ?? request.remoteAddress)?.trim();
       if (allowList && (clientIp === undefined || !allowList.contains(clientIp))) {
-        logger.warn({ ip: clientIp }, 'payhook: request from an address outside the allow-list refused');
+        const ip = normalizeIp(clientIp);
+        logger.warn({ ip }, 'payhook: request from an address outside the allow-list refused');
         return refuse(
-          new PayhookError(
-            'ip_not_allowed',
-            `Requests from ${clientIp ?? 'an unknown address'} are not accepted.`,
-          ),
+          new PayhookError('ip_not_allowed', `Requests from ${ip ?? 'an unknown address'} are not accepted.`),
         );
       }
       if (request.method.toUpperCase() !== 'POST') {
@@ -220,14 +220,31 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           'payhook: a body parser ran before the webhook handler, so only RFC 8785 canonicalization applies and duplicate keys go unseen; mount payhook before the body parser for full protection',
         );
       }
-      const verified = verifyChecksum(rawBody !== undefined ? { rawBody } : { payload: request.parsedBody }, {
-        businessIds,
-        canonicalization: rawBody !== undefined ? canonicalization : 'jcs',
-        maxDepth,
-      });
+      // parseEnvelope and verifyEnvelope are verifyChecksum in two steps, so that the body's text,
+      // decoded once, is also what the store keeps.
+      let envelope: ParsedEnvelope | undefined;
+      let verified: VerifyResult;
+      try {
+        envelope = parseEnvelope(
+          rawBody !== undefined ? { rawBody } : { payload: request.parsedBody },
+          maxDepth,
+        );
+        verified = verifyEnvelope(
+          envelope,
+          rawBody !== undefined ? (canonicalization ?? 'auto') : 'jcs',
+          businessIds,
+        );
+      } catch (error) {
+        verified = {
+          ok: false,
+          error: isPayhookError(error)
+            ? error
+            : new PayhookError('malformed_payload', 'The body could not be read.', { cause: error }),
+        };
+      }
       if (!verified.ok) {
         logger.warn(
-          { code: verified.error.code, ip: clientIp },
+          { code: verified.error.code, ip: normalizeIp(clientIp) },
           `payhook: event refused: ${verified.error.message}`,
         );
         return refuse(verified.error);
@@ -243,12 +260,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           owner: instanceId,
           leaseMs,
           // The body as received, so another instance processes the very bytes that were verified.
-          payload:
-            rawBody === undefined
-              ? JSON.stringify(verified.payload)
-              : typeof rawBody === 'string'
-                ? rawBody
-                : Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength).toString('utf8'),
+          payload: envelope?.text ?? JSON.stringify(verified.payload),
           businessId: verified.businessId,
         });
       } catch (error) {

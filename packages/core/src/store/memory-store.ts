@@ -39,8 +39,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
   // Map keeps insertion order, and every write re-inserts: the first entries are the oldest.
   const records = new Map<string, StoredEvent>();
 
-  const put = (record: StoredEvent) => {
-    records.delete(record.key);
+  // Re-inserting moves a record to the end: the map stays in the order records last changed.
+  const put = (record: StoredEvent, existed: boolean) => {
+    if (existed) records.delete(record.key);
     records.set(record.key, record);
   };
 
@@ -53,8 +54,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
     return record;
   };
 
-  const sweep = () => {
-    const t = now();
+  // The sweep runs when the store is over its size, and otherwise at most once a second: reads
+  // skip an expired record anyway, so the sweep only bounds memory.
+  let nextSweep = 0;
+  const sweep = (t: number) => {
+    if (records.size <= maxEntries && t < nextSweep) return;
+    nextSweep = t + Math.min(1000, retentionMs);
     for (const record of records.values()) {
       if (records.size <= maxEntries && record.updatedAt + retentionMs > t) break;
       if (record.state !== 'processing') records.delete(record.key);
@@ -82,19 +87,22 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
         previous = record.state === 'failed' ? 'failed' : 'expired';
       }
       const attempts = (record?.attempts ?? 0) + 1;
-      put({
-        key,
-        state: 'processing',
-        owner: request.owner,
-        leaseUntil: t + request.leaseMs,
-        payload: request.payload,
-        businessId: request.businessId,
-        attempts,
-        error: record?.error,
-        receivedAt: record?.receivedAt ?? t,
-        updatedAt: t,
-      });
-      sweep();
+      put(
+        {
+          key,
+          state: 'processing',
+          owner: request.owner,
+          leaseUntil: t + request.leaseMs,
+          payload: request.payload,
+          businessId: request.businessId,
+          attempts,
+          error: record?.error,
+          receivedAt: record?.receivedAt ?? t,
+          updatedAt: t,
+        },
+        record !== undefined,
+      );
+      sweep(t);
       return { status: 'claimed', attempts, previous };
     },
 
@@ -108,22 +116,26 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
     async complete(key, owner) {
       const record = held(key, owner);
       if (!record) return false;
-      // A tombstone: the payload is not needed to refuse duplicates.
-      put({
-        ...record,
-        state: 'done',
-        owner: undefined,
-        leaseUntil: undefined,
-        payload: undefined,
-        updatedAt: now(),
-      });
+      // A tombstone: the payload is not needed to refuse duplicates. (Records are never handed
+      // out, only copies, so they change in place.)
+      record.state = 'done';
+      record.owner = undefined;
+      record.leaseUntil = undefined;
+      record.payload = undefined;
+      record.updatedAt = now();
+      put(record, true);
       return true;
     },
 
     async fail(key, owner, error) {
       const record = held(key, owner);
       if (!record) return false;
-      put({ ...record, state: 'failed', owner: undefined, leaseUntil: undefined, error, updatedAt: now() });
+      record.state = 'failed';
+      record.owner = undefined;
+      record.leaseUntil = undefined;
+      record.error = error;
+      record.updatedAt = now();
+      put(record, true);
       return true;
     },
 
