@@ -2,9 +2,11 @@ import { createHmac } from 'node:crypto';
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  createMemoryStore,
   createReceiver,
   type DeadLetter,
   type ErrorInfo,
+  type IdempotencyStore,
   type PayhookEvent,
   type Receiver,
   type ReceiverOptions,
@@ -23,10 +25,11 @@ export interface RunningApp {
 /** How one adapter (and framework version) is started for the suite. */
 export interface AdapterHarness {
   /** True when the framework's usual body parser keeps the raw body for payhook (Koa's
-   *  @koa/bodyparser) or cannot run on the webhook route (Fastify): then the parsed mode keeps
-   *  the full protection of the raw body. */
+   *  @koa/bodyparser): then the parsed mode keeps the full protection of the raw body. */
   parserKeepsRawBody?: boolean;
-  /** Which mountings to run (default both). Fastify's plugin owns its route's parser: raw only. */
+  /** Which mountings to run (default both). Fastify runs raw only: its plugin registers the
+   *  webhook route with its own encapsulated content-type parser, so Fastify's JSON parser never
+   *  runs before payhook there and there is no "after the body parser" mounting to test. */
   modes?: readonly ('raw' | 'parsed')[];
   /** Mounts `receiver` at POST /webhooks on a fresh app listening on `host` port 0. With
    *  `bodyParser`, the framework's usual JSON body parser runs first, with a limit of `parserLimitBytes`. */
@@ -69,7 +72,7 @@ interface Seen {
 interface AnswerBody {
   received?: boolean;
   duplicate?: boolean;
-  error: { code: string; message: string };
+  error: { code: string; message: string; details?: { field?: string; message: string }[] };
 }
 const json = (res: Response) => res.json() as Promise<AnswerBody>;
 
@@ -81,6 +84,32 @@ async function waitFor(check: () => boolean, what: string, ms = 5000): Promise<v
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await wait(5);
   }
+}
+
+/**
+ * A memory store that is unreachable while `down` is set: every operation rejects, as a Redis
+ * store's command does past its `commandTimeoutMs`. The receiver treats a rejected claim as an
+ * unavailable store (503 `store_unavailable`, reported to onError with phase `store`).
+ */
+function unreachableStore(): { store: IdempotencyStore; state: { down: boolean; refused: number } } {
+  const inner = createMemoryStore();
+  const state = { down: true, refused: 0 };
+  const unavailable = (command: string) => {
+    state.refused++;
+    const error = new Error(`The store did not answer ${command} in time.`);
+    error.name = 'StoreTimeoutError';
+    return Promise.reject(error);
+  };
+  const store: IdempotencyStore = {
+    claim: (key, claim) => (state.down ? unavailable('claim') : inner.claim(key, claim)),
+    renew: (key, owner, leaseMs) => (state.down ? unavailable('renew') : inner.renew(key, owner, leaseMs)),
+    complete: (key, owner) => (state.down ? unavailable('complete') : inner.complete(key, owner)),
+    fail: (key, owner, error) => (state.down ? unavailable('fail') : inner.fail(key, owner, error)),
+    recover: (owner, leaseMs, limit) =>
+      state.down ? unavailable('recover') : inner.recover(owner, leaseMs, limit),
+    get: (key) => (state.down ? unavailable('get') : inner.get(key)),
+  };
+  return { store, state };
 }
 
 /** A body signed over a PHP-style encoding (escaped "/" and non-ASCII): only lexical verifies it. */
@@ -96,6 +125,8 @@ function phpSignedBody(): string {
  * against each adapter and framework version, with and without the framework's body parser.
  */
 export function describeAdapterConformance(name: string, harness: AdapterHarness): void {
+  // Every harness runs the raw mounting; the parsed one unless the harness says it has none
+  // (Fastify: its plugin's route parses its own body, see `AdapterHarness.modes`).
   for (const bodyParser of (harness.modes ?? ['raw', 'parsed']).map((m) => m === 'parsed')) {
     describe(`${name} conformance (${bodyParser ? 'after the body parser' : 'raw body'})`, () => {
       const running: (RunningApp | Receiver)[] = [];
@@ -236,6 +267,33 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
         }
       });
 
+      it('answers 400 malformed_payload to a checksum that is not 64 hex digits', async () => {
+        const { post, seen, receiver } = await setup();
+        const event = createTestEvent('payment.session.succeeded', BUSINESS_ID);
+        const checksums = {
+          '63 hex digits': event.checksum.slice(0, 63),
+          '65 hex digits': `${event.checksum}0`,
+          '64 characters, one not hex': `${event.checksum.slice(0, 63)}g`,
+          '64 characters, with a 0x prefix': `0x${event.checksum.slice(0, 62)}`,
+          'a number': 1234,
+        };
+        for (const [what, checksum] of Object.entries(checksums)) {
+          const res = await post(JSON.stringify({ ...event, checksum }));
+          expect(res.status, what).toBe(400);
+          const { error } = await json(res);
+          expect(error.code, what).toBe('malformed_payload');
+          // Refused for the checksum's form, before any HMAC.
+          expect(
+            error.details?.map((d) => d.field),
+            what,
+          ).toEqual(['checksum']);
+        }
+        // The same event with its checksum intact is accepted: only the checksum's form was refused.
+        expect((await post(JSON.stringify(event))).status).toBe(200);
+        await receiver.idle();
+        expect(seen.events).toHaveLength(1);
+      });
+
       it('answers 401 invalid_checksum to a bad checksum', async () => {
         const { post, seen } = await setup();
         const event = createTestEvent('payment.session.succeeded', 'some-other-business');
@@ -279,6 +337,100 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
           status: 'not_failed',
           state: 'done',
         });
+      });
+
+      it('claims a dead-lettered event again when it is delivered again, and processes it', async () => {
+        const { receiver, post, seen } = await setup();
+        let calls = 0;
+        let healthy = false;
+        receiver.on('payment.session.failed', () => {
+          calls++;
+          if (!healthy) throw new Error('database down');
+        });
+        const body = validBody('payment.session.failed' as never);
+        const first = await post(body);
+        expect(first.status).toBe(200);
+        expect(await json(first)).toEqual({ received: true });
+        await receiver.idle();
+        expect(calls).toBe(3);
+        expect(seen.dead).toHaveLength(1);
+        // The sender saw the 200 but delivers the same bytes again (a manual redelivery, say):
+        // a second chance, not a duplicate.
+        healthy = true;
+        const again = await post(body);
+        expect(again.status).toBe(200);
+        expect(await json(again)).toEqual({ received: true });
+        await receiver.idle();
+        expect(calls).toBe(4);
+        expect(seen.events).toHaveLength(4);
+        expect(seen.events[3]).toEqual(JSON.parse(body));
+        expect(seen.dead).toHaveLength(1);
+        // Done now: a third delivery is a duplicate.
+        const third = await post(body);
+        expect(third.status).toBe(200);
+        expect(await json(third)).toEqual({ received: true, duplicate: true });
+        await receiver.idle();
+        expect(calls).toBe(4);
+      });
+
+      it('claims a failed event again even while its dead-letter callback still runs', async () => {
+        const { receiver, post, seen } = await setup({ retry: { attempts: 1 } });
+        let calls = 0;
+        let healthy = false;
+        receiver.on('payment.session.failed', () => {
+          calls++;
+          if (!healthy) throw new Error('database down');
+        });
+        let release: () => void = () => {};
+        receiver.onDeadLetter(
+          () =>
+            new Promise<void>((resolve) => {
+              release = resolve;
+            }),
+        );
+        const body = validBody('payment.session.failed' as never);
+        expect((await post(body)).status).toBe(200);
+        // The store has the event as failed; the (slow) dead-letter callback is still running.
+        await waitFor(() => seen.dead.length === 1, 'the dead letter');
+        healthy = true;
+        const again = await post(body);
+        expect(again.status).toBe(200);
+        expect(await json(again)).toEqual({ received: true });
+        await waitFor(() => calls === 2, 'the second chance');
+        release();
+        await receiver.idle();
+        expect(seen.dead).toHaveLength(1);
+        expect(await json(await post(body))).toEqual({ received: true, duplicate: true });
+      });
+
+      it('answers 503 store_unavailable while the store is unreachable, then accepts the retry', async () => {
+        const { store, state } = unreachableStore();
+        const { receiver, post, seen } = await setup({ store });
+        const body = validBody();
+        for (let n = 0; n < 2; n++) {
+          const res = await post(body);
+          expect(res.status).toBe(503);
+          expect(res.headers.get('retry-after')).toBe('5');
+          expect((await json(res)).error.code).toBe('store_unavailable');
+        }
+        await receiver.idle();
+        await wait(20);
+        expect(seen.events).toHaveLength(0);
+        expect(state.refused).toBe(2);
+        expect(seen.errors.map((e) => e.info.phase)).toEqual(['store', 'store']);
+        // The store is back: the sender's retry of the same delivery is accepted and processed once.
+        state.down = false;
+        const retried = await post(body);
+        expect(retried.status).toBe(200);
+        expect(await json(retried)).toEqual({ received: true });
+        await receiver.idle();
+        await waitFor(() => seen.events.length === 1, 'the handler');
+        expect(seen.events[0]).toEqual(JSON.parse(body));
+        const again = await post(body);
+        expect(await json(again)).toEqual({ received: true, duplicate: true });
+        await receiver.idle();
+        expect(seen.events).toHaveLength(1);
+        expect(seen.dead).toHaveLength(0);
       });
 
       it('times out a handler that hangs', async () => {

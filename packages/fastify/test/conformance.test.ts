@@ -7,7 +7,9 @@ import {
 import payhook from '../src/index.js';
 
 const harness: AdapterHarness = {
-  // The plugin's route has its own encapsulated parser: Fastify's JSON parser never runs on it.
+  // Raw only: the plugin registers its route with its own encapsulated content-type parser that
+  // keeps the raw body, so Fastify's JSON parser never runs on it and there is no "mounted after
+  // the body parser" mode to test (other routes keep Fastify's parser, see plugin.test.ts).
   modes: ['raw'],
   async start(receiver: Receiver, { host, parserLimitBytes }) {
     const app = Fastify({ bodyLimit: parserLimitBytes });

@@ -75,9 +75,6 @@ export function createWorkQueue(options: WorkQueueOptions) {
           await process(job);
         } catch (error) {
           reportError(error, { key: job.key, phase: 'handler' });
-        } finally {
-          // Only once the store knows the outcome may a new delivery of this key be claimed here again.
-          inFlight.delete(job.key);
         }
       }
     } finally {
@@ -301,6 +298,10 @@ export function createWorkQueue(options: WorkQueueOptions) {
       await record(job.key, lease, describe(lastError));
     } finally {
       held.delete(job.key);
+      // Only once the store knows the outcome may a new delivery of this key be claimed here
+      // again; from then on it may, even while the dead-letter callbacks below still run (a
+      // redelivery of a failed event is a second chance, not a duplicate).
+      inFlight.delete(job.key);
     }
     const letter: DeadLetter = {
       key: job.key,
