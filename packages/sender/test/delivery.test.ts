@@ -238,6 +238,33 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
     });
   });
 
+  it('records an answer whose body holds NUL bytes (PostgreSQL text cannot), and delivers the rest of the batch', async () => {
+    const { createServer } = await import('node:http');
+    const binary = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(500).end(Buffer.from([0x61, 0x00, 0x62])));
+    }).listen(0, '127.0.0.1');
+    await new Promise((resolve) => binary.once('listening', resolve));
+    const fine = await receiver(200);
+    try {
+      const binaryUrl = `http://127.0.0.1:${(binary.address() as { port: number }).port}/`;
+      await register(binaryUrl, fine.url);
+      const payment = await createSession();
+      expect(await worker().runDue()).toBe(2);
+      const rows = await deliveriesOf(payment);
+      const bad = rows.find((r) => r.url === binaryUrl);
+      expect(bad).toMatchObject({ status: 'pending', attempts: 1, claim_token: null });
+      expect((await attemptsOf(bad?.id as string))[0]).toMatchObject({
+        status_code: 500,
+        response_body: 'ab',
+      });
+      expect(rows.find((r) => r.url === fine.url)).toMatchObject({ status: 'delivered' });
+    } finally {
+      binary.closeAllConnections();
+      binary.close();
+    }
+  });
+
   it('retries for 48 hours on the schedule, at exactly the computed times, then marks the delivery failed', async () => {
     const clock = manualClock();
     const down = await receiver(500);

@@ -99,6 +99,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const leaseMs = positive('leaseMs', options.leaseMs, 60_000);
   const pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs, 1000);
   const graceMs = options.shutdownGraceMs ?? 10_000;
+  const refill = Math.max(1, Math.floor(concurrency / 4));
   const now = options.now ?? (() => new Date());
   const random = options.random ?? Math.random;
   const log = options.logger ?? silent;
@@ -106,7 +107,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const client =
     options.client ?? createDeliveryClient({ resolve: options.resolve, allowPrivate: options.allowPrivate });
 
+  /** Claims held by this worker: being sent, or sent and being recorded. */
   const inFlight = new Map<string, { claim: Claim; done: Promise<void> }>();
+  /** Attempts being sent: what `concurrency` limits. */
+  let sending = 0;
+  /** Attempts started since the worker was made. */
+  let begun = 0;
   const perUrlCount = new Map<string, number>();
   let stopping = false;
   let timer: NodeJS.Timeout | undefined;
@@ -181,71 +187,112 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     renewal.unref();
   }
 
-  /** Writes the attempt and the delivery's next state, if this worker still holds the claim. */
-  async function record(claim: Claim, startedAt: Date, outcome: AttemptOutcome): Promise<void> {
-    const attempts = claim.attempts + 1;
-    const first = claim.first_attempt_at ?? startedAt;
-    const next = outcome.ok
-      ? null
-      : nextAttemptAt({ attempts, firstAttemptAt: first, lastAttemptAt: startedAt }, random);
-    const status = outcome.ok ? 'delivered' : next === null ? 'failed' : 'pending';
-    // One statement, so one round trip and one commit: the attempt is written only if the update
-    // found the claim still ours.
-    const result = await db
-      .with('kept', (q) =>
-        q
-          .updateTable('deliveries')
-          .set({
-            status,
-            attempts,
-            first_attempt_at: first,
-            last_attempt_at: startedAt,
-            last_status_code: outcome.statusCode,
-            last_error: outcome.error?.message ?? null,
-            claim_token: null,
-            ...(next ? { next_attempt_at: next } : { finished_at: now() }),
-          })
-          .where('id', '=', claim.id)
-          .where('claim_token', '=', claim.token)
-          .returning('id'),
+  /** An attempt's outcome waiting to be written, and who waits for it. */
+  interface Pending {
+    claim: Claim;
+    startedAt: Date;
+    outcome: AttemptOutcome;
+    done: (error?: unknown) => void;
+  }
+  const unwritten: Pending[] = [];
+  let writing = false;
+
+  /**
+   * Records an attempt and the delivery's next state, if this worker still holds the claim.
+   * Outcomes that finish while a write is running go together in the next one (group commit):
+   * one statement and one commit for many deliveries.
+   */
+  function record(claim: Claim, startedAt: Date, outcome: AttemptOutcome): Promise<void> {
+    return new Promise((resolve, reject) => {
+      unwritten.push({ claim, startedAt, outcome, done: (error) => (error ? reject(error) : resolve()) });
+      if (!writing) {
+        writing = true;
+        setImmediate(() => void writeAll());
+      }
+    });
+  }
+
+  async function writeAll(): Promise<void> {
+    while (unwritten.length > 0) {
+      const batch = unwritten.splice(0, 500);
+      try {
+        await writeBatch(batch);
+        for (const p of batch) p.done();
+      } catch (error) {
+        for (const p of batch) p.done(error);
+      }
+    }
+    writing = false;
+  }
+
+  async function writeBatch(batch: Pending[]): Promise<void> {
+    const rows = batch.map(({ claim, startedAt, outcome }) => {
+      const attempts = claim.attempts + 1;
+      const first = claim.first_attempt_at ?? startedAt;
+      const next = outcome.ok
+        ? null
+        : nextAttemptAt({ attempts, firstAttemptAt: first, lastAttemptAt: startedAt }, random);
+      const status = outcome.ok ? 'delivered' : next === null ? 'failed' : 'pending';
+      return { claim, attempts, first, next, status, startedAt, outcome };
+    });
+    const column = <T>(pick: (r: (typeof rows)[number]) => T) => rows.map(pick);
+    // PostgreSQL text cannot hold NUL: a receiver's binary answer is stored without it.
+    const text = (value: string | null | undefined) =>
+      value === null || value === undefined ? null : value.replaceAll('\0', '');
+    const finishedAt = now().toISOString();
+    const result = await sql<{ id: string }>`
+      with v as (
+        select * from unnest(
+          ${column((r) => r.claim.id)}::uuid[],
+          ${column((r) => r.claim.token)}::uuid[],
+          ${column((r) => r.status)}::text[],
+          ${column((r) => r.attempts)}::integer[],
+          ${column((r) => new Date(r.first).toISOString())}::timestamptz[],
+          ${column((r) => r.startedAt.toISOString())}::timestamptz[],
+          ${column((r) => r.next?.toISOString() ?? null)}::timestamptz[],
+          ${column((r) => r.outcome.statusCode)}::integer[],
+          ${column((r) => text(r.outcome.error?.message))}::text[],
+          ${column((r) => text(r.outcome.error?.code))}::text[],
+          ${column((r) => r.claim.url)}::text[],
+          ${column((r) => Math.round(r.outcome.latencyMs))}::integer[],
+          ${column((r) => text(r.outcome.responseBody))}::text[]
+        ) as v(id, token, status, attempts, first_attempt_at, started_at, next_attempt_at, status_code,
+               error_message, error_code, url, latency_ms, response_body)
+      ),
+      kept as (
+        update deliveries d
+        set status = v.status, attempts = v.attempts, first_attempt_at = v.first_attempt_at,
+            last_attempt_at = v.started_at, last_status_code = v.status_code, last_error = v.error_message,
+            claim_token = null, next_attempt_at = coalesce(v.next_attempt_at, d.next_attempt_at),
+            finished_at = case when v.next_attempt_at is null then ${finishedAt}::timestamptz end
+        from v
+        where d.id = v.id and d.claim_token = v.token
+        returning d.id
       )
-      .insertInto('delivery_attempts')
-      .columns([
-        'delivery_id',
-        'attempt',
-        'url',
-        'started_at',
-        'latency_ms',
-        'status_code',
-        'response_body',
-        'error_code',
-        'error_message',
-      ])
-      .expression((eb) =>
-        eb
-          .selectFrom('kept')
-          .select([
-            'kept.id',
-            sql<number>`${attempts}::integer`.as('attempt'),
-            sql<string>`${claim.url}::text`.as('url'),
-            sql<Date>`${startedAt}::timestamptz`.as('started_at'),
-            sql<number>`${Math.round(outcome.latencyMs)}::integer`.as('latency_ms'),
-            sql<number | null>`${outcome.statusCode}::integer`.as('status_code'),
-            sql<string | null>`${outcome.responseBody}::text`.as('response_body'),
-            sql<string | null>`${outcome.error?.code ?? null}::text`.as('error_code'),
-            sql<string | null>`${outcome.error?.message ?? null}::text`.as('error_message'),
-          ]),
-      )
-      .executeTakeFirst();
-    const kept = Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
-    if (!kept) {
-      log.warn({ delivery: claim.id, url: claim.url }, 'delivery lease lost before its attempt was recorded');
-    } else if (status === 'failed') {
-      log.warn({ delivery: claim.id, url: claim.url, attempts }, 'delivery failed for good: 48 hours passed');
+      insert into delivery_attempts
+        (delivery_id, attempt, url, started_at, latency_ms, status_code, response_body, error_code, error_message)
+      select v.id, v.attempts, v.url, v.started_at, v.latency_ms, v.status_code, v.response_body, v.error_code,
+             v.error_message
+      from v join kept on kept.id = v.id
+      returning delivery_id as id`.execute(db);
+    const kept = new Set(result.rows.map((r) => r.id));
+    for (const r of rows) {
+      if (!kept.has(r.claim.id)) {
+        log.warn(
+          { delivery: r.claim.id, url: r.claim.url },
+          'delivery lease lost before its attempt was recorded',
+        );
+      } else if (r.status === 'failed') {
+        log.warn(
+          { delivery: r.claim.id, url: r.claim.url, attempts: r.attempts },
+          'delivery failed for good: 48 hours passed',
+        );
+      }
     }
   }
 
-  async function attempt(claim: Claim): Promise<void> {
+  /** Sends one attempt; resolves with its outcome once the response is read (before it is recorded). */
+  async function send(claim: Claim): Promise<{ startedAt: Date; outcome: AttemptOutcome }> {
     const startedAt = now();
     const t0 = performance.now();
     const outcome = await client.send({
@@ -261,22 +308,38 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     const label = outcome.ok ? 'delivered' : (outcome.error?.code ?? 'failed');
     metrics?.attempts.inc({ outcome: label });
     metrics?.attemptDuration.observe({ outcome: label }, (performance.now() - t0) / 1000);
-    await record(claim, startedAt, outcome);
+    return { startedAt, outcome };
+  }
+
+  /** Frees a slot once an attempt's response is in: recording it needs no connection to the URL. */
+  function freeSlot(claim: Claim): void {
+    sending--;
+    const left = (perUrlCount.get(claim.url) ?? 1) - 1;
+    if (left === 0) perUrlCount.delete(claim.url);
+    else perUrlCount.set(claim.url, left);
+    // More work may be due, for this URL or another. Claims wait for a few free slots, so that
+    // one claim serves several attempts rather than one each.
+    if (!stopping && (sending === 0 || concurrency - sending >= refill)) wake();
   }
 
   function begin(claim: Claim): void {
+    begun++;
+    sending++;
     perUrlCount.set(claim.url, (perUrlCount.get(claim.url) ?? 0) + 1);
-    const done = attempt(claim)
+    let freed = false;
+    const done = send(claim)
+      .then(({ startedAt, outcome }) => {
+        freed = true;
+        freeSlot(claim);
+        // The claim stays in flight (its lease renewed, never claimed again here) until recorded.
+        return record(claim, startedAt, outcome);
+      })
       .catch((error: unknown) =>
         log.error({ err: error, delivery: claim.id }, 'recording a delivery attempt failed'),
       )
       .finally(() => {
+        if (!freed) freeSlot(claim);
         inFlight.delete(claim.id);
-        const left = (perUrlCount.get(claim.url) ?? 1) - 1;
-        if (left === 0) perUrlCount.delete(claim.url);
-        else perUrlCount.set(claim.url, left);
-        // A free slot: more work may be due, for this URL or another.
-        if (!stopping) wake();
       });
     inFlight.set(claim.id, { claim, done });
     renewWhileBusy();
@@ -286,7 +349,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   async function fill(): Promise<number> {
     let started = 0;
     while (!stopping) {
-      const free = concurrency - inFlight.size;
+      const free = concurrency - sending;
       if (free <= 0) break;
       const claims = await claim(free);
       const over: Claim[] = [];
@@ -337,14 +400,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     },
     wake,
     async runDue() {
-      let made = 0;
+      // Counted at the start of each attempt: wake-ups start some too, not only this loop.
+      const before = begun;
       for (;;) {
-        made += await pump();
+        await pump();
         if (inFlight.size === 0) {
           // Nothing running: one more look, in case a pass ended as the last attempt finished.
-          const started = await pump();
-          made += started;
-          if (started === 0 && inFlight.size === 0) return made;
+          await pump();
+          if (inFlight.size === 0) return begun - before;
         }
         await Promise.race([...inFlight.values()].map((f) => f.done));
       }
