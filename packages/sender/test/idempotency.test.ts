@@ -6,10 +6,12 @@ import { buildApp, type Database, loadConfig, type Schema } from '../src/index.j
 import { openTestDatabase } from './fixtures/storage.js';
 
 /**
- * The database with its next `transaction()` held at a gate: `entered` resolves when a request
- * reaches it (its Idempotency-Key is claimed by then, marked in progress), and the transaction
- * starts when `release()` is called; `committed` resolves once it has committed, and the request
- * goes on only after `finish()`. Nothing is held in the database meanwhile, so other requests run.
+ * The database with its next atomic write held at a gate: a `transaction()`, or a single statement
+ * run with `executeQuery` (how a session is created: its rows, its event and the stored response
+ * in one statement). `entered` resolves when a request reaches it (its Idempotency-Key is claimed
+ * by then, marked in progress), and the write starts when `release()` is called; `committed`
+ * resolves once it has committed, and the request goes on only after `finish()`. Nothing is held
+ * in the database meanwhile, so other requests run.
  */
 function heldTransaction(database: Database) {
   const gate = () => {
@@ -24,6 +26,14 @@ function heldTransaction(database: Database) {
   const committed = gate();
   const finish = gate();
   let armed = true;
+  const held = async <T>(write: () => Promise<T>): Promise<T> => {
+    entered.open();
+    await start.opened;
+    const result = await write();
+    committed.open();
+    await finish.opened;
+    return result;
+  };
   const db = new Proxy(database.db, {
     get(target, property) {
       if (property === 'transaction' && armed) {
@@ -31,16 +41,13 @@ function heldTransaction(database: Database) {
         return () => {
           const builder = target.transaction();
           return {
-            execute: async (fn: Parameters<typeof builder.execute>[0]) => {
-              entered.open();
-              await start.opened;
-              const result = await builder.execute(fn);
-              committed.open();
-              await finish.opened;
-              return result;
-            },
+            execute: (fn: Parameters<typeof builder.execute>[0]) => held(() => builder.execute(fn)),
           };
         };
+      }
+      if (property === 'executeQuery' && armed) {
+        armed = false;
+        return (...args: Parameters<typeof target.executeQuery>) => held(() => target.executeQuery(...args));
       }
       const value = Reflect.get(target, property, target);
       return typeof value === 'function' ? value.bind(target) : value;
@@ -188,7 +195,7 @@ describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeou
     const held = await heldService();
     try {
       const first = post('in-flight', body, 'sk_test_idem', held.url);
-      await held.entered; // the first request holds its key, and waits before its transaction
+      await held.entered; // the first request holds its key, and waits before its write
       expect((await storedKey('in-flight'))?.response_status).toBeNull();
       const events = await eventCount();
       const second = await post('in-flight', body);

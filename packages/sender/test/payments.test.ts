@@ -1,7 +1,7 @@
 import { parseEvent, verifyChecksum } from '@payhook/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type Database, loadConfig } from '../src/index.js';
+import { buildApp, type Database, loadConfig, WAKE_CHANNEL } from '../src/index.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
 const customer = {
@@ -114,6 +114,26 @@ describe.each(['pglite', 'postgres'] as const)('payment sessions on %s', { timeo
       { url: 'https://93.184.216.34/a/', status: 'pending' },
       { url: 'https://93.184.216.34/b/', status: 'pending' },
     ]);
+  });
+
+  it('wakes the delivery workers when a session writes deliveries, and only then', async () => {
+    let wakes = 0;
+    const stop = await database.listen(WAKE_CHANNEL, () => {
+      wakes++;
+    });
+    try {
+      wakes = 0; // PostgreSQL's listener wakes once when it starts
+      const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+      expect((await post(session(), OTHER)).status).toBe(201); // biz-b registered no URL
+      await settle();
+      expect(wakes).toBe(0);
+      expect((await post(session())).status).toBe(201);
+      await expect.poll(() => wakes, { timeout: 5000 }).toBe(1);
+      await settle();
+      expect(wakes).toBe(1);
+    } finally {
+      await stop();
+    }
   });
 
   it('fetches a payment by id; 404 for an unknown or malformed id, or another business', async () => {

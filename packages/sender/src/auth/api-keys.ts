@@ -38,6 +38,21 @@ export async function createApiKey(db: Kysely<Schema>, principal: Principal): Pr
 }
 
 /**
+ * The SHA-256 of each configured key, computed once per configuration array (configurations are
+ * not edited in place: a new array is a new configuration).
+ */
+const configuredHashes = new WeakMap<readonly ConfiguredKey[], Buffer[]>();
+
+function hashesOf(configured: readonly ConfiguredKey[]): Buffer[] {
+  let hashes = configuredHashes.get(configured);
+  if (hashes === undefined || hashes.length !== configured.length) {
+    hashes = configured.map((entry) => createHash('sha256').update(entry.key, 'utf8').digest());
+    configuredHashes.set(configured, hashes);
+  }
+  return hashes;
+}
+
+/**
  * Finds who a presented key belongs to: a key from the configuration (compared in constant time
  * by hash) or one stored in the database (looked up by hash).
  */
@@ -46,10 +61,11 @@ export async function authenticate(
   configured: readonly ConfiguredKey[],
   presented: string,
 ): Promise<Principal | undefined> {
-  const hash = Buffer.from(hashKey(presented), 'hex');
-  for (const entry of configured) {
-    if (timingSafeEqual(hash, Buffer.from(hashKey(entry.key), 'hex')))
-      return { businessId: entry.businessId, mode: entry.mode };
+  const hash = createHash('sha256').update(presented, 'utf8').digest();
+  const hashes = hashesOf(configured);
+  for (let i = 0; i < configured.length; i++) {
+    const entry = configured[i] as ConfiguredKey;
+    if (timingSafeEqual(hash, hashes[i] as Buffer)) return { businessId: entry.businessId, mode: entry.mode };
   }
   const row = await db
     .selectFrom('api_keys')

@@ -19,6 +19,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The Idempotency-Key this request claimed, whose response is to be stored. */
     idempotencyKey?: string;
+    /** The status of the response already stored under that key by a committed write (see `responseUpdate`). */
+    idempotencyStored?: number;
   }
 }
 
@@ -50,18 +52,22 @@ export function idempotency(app: FastifyInstance, database: Database): void {
     }
     const { businessId, mode } = request.principal;
     const hash = requestHash(request.method, request.url, request.body);
-    // Keys past their 24 hours are forgotten, so they can be used again.
-    await db
-      .deleteFrom('idempotency_keys')
-      .where('business_id', '=', businessId)
-      .where('mode', '=', mode)
-      .where('key', '=', key)
-      .where('created_at', '<', new Date(Date.now() - RETENTION_MS))
-      .execute();
+    // Claims the key, in one statement; a key past its 24 hours is forgotten, so it is claimed
+    // anew (as if deleted, then inserted): fresh hash, no response, a new start time.
     const inserted = await db
       .insertInto('idempotency_keys')
       .values({ business_id: businessId, mode, key, request_hash: hash })
-      .onConflict((oc) => oc.doNothing())
+      .onConflict((oc) =>
+        oc
+          .columns(['business_id', 'mode', 'key'])
+          .doUpdateSet({
+            request_hash: hash,
+            response_status: null,
+            response_body: null,
+            created_at: sql<Date>`clock_timestamp()`,
+          })
+          .where('idempotency_keys.created_at', '<', new Date(Date.now() - RETENTION_MS)),
+      )
       .returning('key')
       .executeTakeFirst();
     if (inserted) {
@@ -120,6 +126,8 @@ export function idempotency(app: FastifyInstance, database: Database): void {
   app.addHook('onSend', async (request, reply, payload) => {
     const key = request.idempotencyKey;
     if (key === undefined) return payload;
+    // Stored by the request's own statement, which committed: these very bytes (see responseUpdate).
+    if (request.idempotencyStored === reply.statusCode) return payload;
     const { businessId, mode } = request.principal;
     const where = db
       .updateTable('idempotency_keys')
@@ -163,15 +171,43 @@ export async function storeResponse(
   status: number,
   response: unknown,
 ): Promise<void> {
+  await responseUpdate(tx, request, reply, status, response)?.execute();
+}
+
+/**
+ * The UPDATE that stores a response under the request's Idempotency-Key (what `storeResponse`
+ * runs), for a caller that runs it inside its own statement, as a data-modifying CTE of the write
+ * it answers (see `eventWrite`). Sets the reply's status; `undefined` for a request without a
+ * key. Once that statement has committed, `responseStored` spares the `onSend` hook storing the
+ * same bytes again.
+ *
+ * @example
+ * ```ts
+ * const update = responseUpdate(db, request, reply, 201, response);
+ * await db.executeQuery(eventWrite(db, event, [insert, ...(update ? [update] : [])]).statement);
+ * if (update) responseStored(request, 201);
+ * ```
+ */
+export function responseUpdate(
+  db: Transaction<Schema> | Kysely<Schema>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  response: unknown,
+) {
   reply.code(status);
   const key = request.idempotencyKey;
-  if (key === undefined) return;
+  if (key === undefined) return undefined;
   const { businessId, mode } = request.principal;
-  await tx
+  return db
     .updateTable('idempotency_keys')
     .set({ response_status: status, response_body: String(reply.serialize(response)) })
     .where('business_id', '=', businessId)
     .where('mode', '=', mode)
-    .where('key', '=', key)
-    .execute();
+    .where('key', '=', key);
+}
+
+/** Records that the response of `status` is stored under the request's key by a committed write. */
+export function responseStored(request: FastifyRequest, status: number): void {
+  if (request.idempotencyKey !== undefined) request.idempotencyStored = status;
 }

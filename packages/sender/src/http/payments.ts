@@ -1,13 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CustomerInputSchema, MetadataSchema, PaymentSchema } from '@payhook/core';
 import type { FastifyPluginAsync } from 'fastify';
+import type { OperationNodeSource } from 'kysely';
 import { type Static, Type } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
-import { writeEvent } from '../delivery/outbox.js';
+import { eventWrite } from '../delivery/outbox.js';
 import { ApiError, type FieldError } from './errors.js';
-import { storeResponse } from './idempotency.js';
+import { responseStored, responseUpdate } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
 /** Payment method types accepted on creation (DESIGN.md); the stablecoin sample's spelling is normalized. */
@@ -162,98 +163,103 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
       const input = readSessionRequest(request.body);
       const now = new Date();
       const expiresAt = new Date(now.getTime() + config.sessionTtlSeconds * 1000);
-      const result = await db
-        .transaction()
-        .execute(async (tx) => {
-          let customer: Payment['customer'];
-          if (input.customerId !== undefined) {
-            const row = await tx
-              .selectFrom('customers')
-              .select(['id', 'first_name', 'last_name', 'email', 'phone_number', 'billing_address'])
-              .where('id', '=', input.customerId)
-              .where('business_id', '=', businessId)
-              .where('mode', '=', mode)
-              .executeTakeFirst();
-            if (!row)
-              throw new ApiError(422, 'validation_failed', 'No such customer.', [
-                { field: 'customer_id', message: 'is not a customer of this account' },
-              ]);
-            customer = {
-              ...row,
-              billing_address: row.billing_address as Payment['customer']['billing_address'],
-              business_id: businessId,
-            };
-          } else {
-            const c = input.customer as Static<typeof CustomerInputSchema>;
-            const row = await tx
-              .insertInto('customers')
-              .values({
-                business_id: businessId,
-                mode,
-                first_name: c.first_name,
-                last_name: c.last_name,
-                email: c.email,
-                phone_number: c.phone_number,
-                billing_address: JSON.stringify(c.billing_address),
-              })
-              .returning('id')
-              .executeTakeFirstOrThrow();
-            customer = {
-              id: row.id,
-              first_name: c.first_name,
-              last_name: c.last_name,
-              email: c.email,
-              phone_number: c.phone_number,
-              billing_address: c.billing_address,
-              business_id: businessId,
-            };
-          }
-          const payment: Payment = {
-            id: randomUUID(),
-            reference: input.reference,
-            correlation_id: randomUUID(),
-            amount: input.amount,
-            currency: input.currency,
-            description: input.description,
-            date: now.toISOString(),
-            status: 'pending',
-            cancellation_reason: null,
+      // One statement writes the session (its customer, if new, and its payment), its event with a
+      // delivery per registered URL and the NOTIFY, and the response under the Idempotency-Key:
+      // atomic by itself, in one round trip. What is signed or answered is built here first.
+      const writes: OperationNodeSource[] = [];
+      let customer: Payment['customer'];
+      if (input.customerId !== undefined) {
+        const row = await db
+          .selectFrom('customers')
+          .select(['id', 'first_name', 'last_name', 'email', 'phone_number', 'billing_address'])
+          .where('id', '=', input.customerId)
+          .where('business_id', '=', businessId)
+          .where('mode', '=', mode)
+          .executeTakeFirst();
+        if (!row)
+          throw new ApiError(422, 'validation_failed', 'No such customer.', [
+            { field: 'customer_id', message: 'is not a customer of this account' },
+          ]);
+        customer = {
+          ...row,
+          billing_address: row.billing_address as Payment['customer']['billing_address'],
+          business_id: businessId,
+        };
+      } else {
+        const c = input.customer as Static<typeof CustomerInputSchema>;
+        customer = {
+          id: randomUUID(),
+          first_name: c.first_name,
+          last_name: c.last_name,
+          email: c.email,
+          phone_number: c.phone_number,
+          billing_address: c.billing_address,
+          business_id: businessId,
+        };
+        writes.push(
+          db.insertInto('customers').values({
+            id: customer.id,
+            business_id: businessId,
             mode,
-            customer,
-            metadata: input.metadata,
-            payment_method: null,
-          };
-          await tx
-            .insertInto('payments')
-            .values({
-              id: payment.id,
-              business_id: businessId,
-              mode,
-              reference: payment.reference,
-              status: 'pending',
-              method_type: input.methodType,
-              data: JSON.stringify(payment),
-              expires_at: expiresAt,
-            })
-            .execute();
-          await writeEvent(tx, { type: 'payment.session.created', businessId, mode, payment });
-          // The response is stored under the Idempotency-Key with the session, in one commit.
-          const response = { data: envelope(payment, expiresAt) };
-          await storeResponse(tx, request, reply, 201, response);
-          return response;
-        })
-        .catch((error: unknown) => {
-          if ((error as { code?: string }).code === '23505') {
-            throw new ApiError(
-              409,
-              'duplicate_reference',
-              `A payment session with reference ${JSON.stringify(input.reference)} exists already.`,
-              [{ field: 'reference', message: 'is already used' }],
-            );
-          }
-          throw error;
-        });
-      return result;
+            first_name: c.first_name,
+            last_name: c.last_name,
+            email: c.email,
+            phone_number: c.phone_number,
+            billing_address: JSON.stringify(c.billing_address),
+          }),
+        );
+      }
+      const payment: Payment = {
+        id: randomUUID(),
+        reference: input.reference,
+        correlation_id: randomUUID(),
+        amount: input.amount,
+        currency: input.currency,
+        description: input.description,
+        date: now.toISOString(),
+        status: 'pending',
+        cancellation_reason: null,
+        mode,
+        customer,
+        metadata: input.metadata,
+        payment_method: null,
+      };
+      writes.push(
+        db.insertInto('payments').values({
+          id: payment.id,
+          business_id: businessId,
+          mode,
+          reference: payment.reference,
+          status: 'pending',
+          method_type: input.methodType,
+          data: JSON.stringify(payment),
+          expires_at: expiresAt,
+        }),
+      );
+      // The response is stored under the Idempotency-Key with the session, in one commit.
+      const response = { data: envelope(payment, expiresAt) };
+      const stored = responseUpdate(db, request, reply, 201, response);
+      if (stored) writes.push(stored);
+      const { statement } = eventWrite(
+        db,
+        { type: 'payment.session.created', businessId, mode, payment },
+        writes,
+      );
+      try {
+        await db.executeQuery(statement);
+      } catch (error) {
+        if ((error as { code?: string }).code === '23505') {
+          throw new ApiError(
+            409,
+            'duplicate_reference',
+            `A payment session with reference ${JSON.stringify(input.reference)} exists already.`,
+            [{ field: 'reference', message: 'is already used' }],
+          );
+        }
+        throw error;
+      }
+      responseStored(request, 201);
+      return response;
     },
   );
 
