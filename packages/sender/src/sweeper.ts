@@ -1,8 +1,8 @@
 import type { Transaction } from 'kysely';
 import type { Database } from './db/database.js';
 import type { Mode, Schema } from './db/schema.js';
-import { writeEvent } from './delivery/outbox.js';
 import type { Payment } from './http/payments.js';
+import { failSession } from './http/session-state.js';
 
 /**
  * Fails one pending session as expired (`cancellation_reason: "expired"`) and writes its
@@ -19,23 +19,11 @@ import type { Payment } from './http/payments.js';
  * });
  * ```
  */
-export async function expireSession(
+export function expireSession(
   tx: Transaction<Schema>,
   row: { id: string; business_id: string; mode: Mode; data: Record<string, unknown> },
 ): Promise<Payment> {
-  const payment = { ...(row.data as Payment), status: 'failed', cancellation_reason: 'expired' } as Payment;
-  await tx
-    .updateTable('payments')
-    .set({ status: 'failed', data: JSON.stringify(payment) })
-    .where('id', '=', row.id)
-    .execute();
-  await writeEvent(tx, {
-    type: 'payment.session.failed',
-    businessId: row.business_id,
-    mode: row.mode,
-    payment,
-  });
-  return payment;
+  return failSession(tx, row, 'expired');
 }
 
 /**

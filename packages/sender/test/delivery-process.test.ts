@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../src/index.js';
 import { type GatedReceiver, startGatedReceiver } from './fixtures/gated-receiver.js';
 import { startReceiver, type TestReceiver } from './fixtures/receiver.js';
+import { sessionRequest as session } from './fixtures/requests.js';
 import { type SenderProcess, spawnSender } from './fixtures/sender-process.js';
 import { dropSchema, TEST_DATABASE_URL } from './fixtures/storage.js';
 
@@ -18,28 +19,6 @@ const BIZ = 'biz-delivery-process';
 /** The worker's default per-URL limit (main.ts does not change it): attempts in flight per URL. */
 const PER_URL = 4;
 const SESSIONS = 6;
-
-const session = {
-  customer: {
-    first_name: 'Ada',
-    last_name: 'Obi',
-    email: 'ada@example.com',
-    phone_number: '+2348012345678',
-    billing_address: {
-      line1: '1 Marina',
-      line2: '',
-      city: 'Lagos',
-      state: 'Lagos',
-      zip_code: '101001',
-      country: 'NG',
-    },
-  },
-  description: 'Order 1',
-  currency: 'NGN',
-  amount: 150_000,
-  payment_method: { type: 'bank_account' },
-  metadata: { order: { identifier: 'ORD-1', items: [{ name: 'Book', type: 'physical' }] } },
-};
 
 /** Waits until `check()` holds, polling; fails naming `what` after `timeoutMs` (a hang guard only). */
 async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000) {

@@ -13,29 +13,8 @@ import {
   retrySchedule,
 } from '../src/index.js';
 import { manualClock, seededRandom, startReceiver, type TestReceiver } from './fixtures/receiver.js';
+import { sessionRequest as session } from './fixtures/requests.js';
 import { openTestDatabase } from './fixtures/storage.js';
-
-const session = {
-  customer: {
-    first_name: 'Ada',
-    last_name: 'Obi',
-    email: 'ada@example.com',
-    phone_number: '+2348012345678',
-    billing_address: {
-      line1: '1 Marina',
-      line2: '',
-      city: 'Lagos',
-      state: 'Lagos',
-      zip_code: '101001',
-      country: 'NG',
-    },
-  },
-  description: 'Order 1',
-  currency: 'NGN',
-  amount: 150_000,
-  payment_method: { type: 'bank_account' },
-  metadata: { order: { identifier: 'ORD-1', items: [{ name: 'Book', type: 'physical' }] } },
-};
 
 describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout: 60_000 }, (storage) => {
   let app: FastifyInstance;

@@ -2,30 +2,9 @@ import { crc32, inflateSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type Database, expireSessions, loadConfig } from '../src/index.js';
+import { CURRENCY, customer, metadata } from './fixtures/requests.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
-const customer = {
-  first_name: 'Amaka',
-  last_name: 'Obi',
-  email: 'amaka@example.com',
-  phone_number: '+2348011111111',
-  billing_address: {
-    line1: '5 Admiralty Way',
-    line2: '',
-    city: 'Lekki',
-    state: 'Lagos',
-    zip_code: '106104',
-    country: 'NG',
-  },
-};
-const metadata = { order: { identifier: 'ORD-11', items: [{ name: 'Lamp', type: 'physical' }] } };
-const CURRENCY: Record<string, string> = {
-  bank_account: 'NGN',
-  card: 'NGN',
-  etransfer: 'CAD',
-  wallet: 'USD',
-  crypto_address: 'USD',
-};
 const CARD = { card: { number: '4242424242424242', expiry_month: 9, expiry_year: 2030, cvv: '123' } };
 
 /** The chunks of a PNG, each checked against its CRC; throws on anything that is not a PNG. */

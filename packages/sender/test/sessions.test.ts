@@ -2,30 +2,8 @@ import { parseEvent, verifyChecksum } from '@payhook/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type Database, expireSessions, loadConfig } from '../src/index.js';
+import { CURRENCY, customer, metadata } from './fixtures/requests.js';
 import { openTestDatabase } from './fixtures/storage.js';
-
-const customer = {
-  first_name: 'Funke',
-  last_name: 'Balogun',
-  email: 'funke@example.com',
-  phone_number: '+2348099999999',
-  billing_address: {
-    line1: '9 Allen Ave',
-    line2: '',
-    city: 'Ikeja',
-    state: 'Lagos',
-    zip_code: '100271',
-    country: 'NG',
-  },
-};
-const metadata = { order: { identifier: 'ORD-9', items: [{ name: 'E-book', type: 'digital' }] } };
-const CURRENCY: Record<string, string> = {
-  bank_account: 'NGN',
-  card: 'NGN',
-  etransfer: 'CAD',
-  wallet: 'USD',
-  crypto_address: 'USD',
-};
 
 describe.each(['pglite', 'postgres'] as const)(
   'capture and the sandbox on %s',

@@ -1,6 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
+import type { Transaction } from 'kysely';
 import { Type } from 'typebox';
 import type { Database } from '../db/database.js';
+import type { Mode, Schema } from '../db/schema.js';
 import { expireSession } from '../sweeper.js';
 import { ApiError } from './errors.js';
 import { envelope, SessionEnvelopeSchema } from './payments.js';
@@ -91,13 +93,14 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
     async (request) => {
       const { businessId, mode } = request.principal;
       return db.transaction().execute(async (tx) => {
-        const row = await lockSession(tx, request.params.payment_id, businessId, mode);
-        if (row.status !== 'captured')
-          throw new ApiError(
-            409,
-            'invalid_state',
-            `The payment is ${row.status}; only a captured payment (funds received) can be settled.`,
-          );
+        const row = await lockInState(
+          tx,
+          request.params.payment_id,
+          businessId,
+          mode,
+          'captured',
+          'only a captured payment (funds received) can be settled',
+        );
         const payment = await settleSession(tx, row);
         return { data: envelope(payment, new Date(row.expires_at), capture(row)) };
       });
@@ -116,13 +119,14 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
     async (request) => {
       const { businessId, mode } = request.principal;
       return db.transaction().execute(async (tx) => {
-        const row = await lockSession(tx, request.params.payment_id, businessId, mode);
-        if (row.status !== 'pending')
-          throw new ApiError(
-            409,
-            'invalid_state',
-            `The payment is ${row.status}; only a pending session can expire.`,
-          );
+        const row = await lockInState(
+          tx,
+          request.params.payment_id,
+          businessId,
+          mode,
+          'pending',
+          'only a pending session can expire',
+        );
         const now = new Date();
         const expiresAt = new Date(row.expires_at) < now ? new Date(row.expires_at) : now;
         await tx.updateTable('payments').set({ expires_at: expiresAt }).where('id', '=', row.id).execute();
@@ -132,3 +136,18 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
     },
   );
 };
+
+/** Locks a session of this business and mode that must be in `status`; otherwise 404, or 409 saying why. */
+async function lockInState(
+  tx: Transaction<Schema>,
+  id: string,
+  businessId: string,
+  mode: Mode,
+  status: string,
+  why: string,
+): Promise<SessionRow> {
+  const row = await lockSession(tx, id, businessId, mode);
+  if (row.status !== status)
+    throw new ApiError(409, 'invalid_state', `The payment is ${row.status}; ${why}.`);
+  return row;
+}

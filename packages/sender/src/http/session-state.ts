@@ -50,54 +50,48 @@ export async function lockSession(
   return row;
 }
 
-/** Moves a locked payment to `failed` with a reason, and writes its `payment.session.failed` event. */
-export async function failSession(
+/** The fields a state change reads of a locked payment row. */
+export type LockedPayment = Pick<SessionRow, 'id' | 'business_id' | 'mode' | 'data'>;
+
+/**
+ * Moves a locked payment to `status` (with `changes` to its fields) in the caller's transaction,
+ * and writes `event` for it if given: the one place a payment's state changes after creation.
+ */
+export async function transition(
   tx: Transaction<Schema>,
-  row: SessionRow,
-  reason: string,
+  row: LockedPayment,
+  status: 'captured' | 'settled' | 'failed',
+  options: { event?: string; changes?: Partial<Payment> } = {},
 ): Promise<Payment> {
-  const payment = { ...(row.data as Payment), status: 'failed', cancellation_reason: reason } as Payment;
+  const payment = { ...(row.data as Payment), ...options.changes, status } as Payment;
   await tx
     .updateTable('payments')
-    .set({ status: 'failed', data: JSON.stringify(payment) })
+    .set({ status, data: JSON.stringify(payment) })
     .where('id', '=', row.id)
     .execute();
-  await writeEvent(tx, {
-    type: 'payment.session.failed',
-    businessId: row.business_id,
-    mode: row.mode,
-    payment,
-  });
+  if (options.event) {
+    await writeEvent(tx, { type: options.event, businessId: row.business_id, mode: row.mode, payment });
+  }
   return payment;
+}
+
+/** Moves a locked payment to `failed` with a reason, and writes its `payment.session.failed` event. */
+export function failSession(tx: Transaction<Schema>, row: LockedPayment, reason: string): Promise<Payment> {
+  return transition(tx, row, 'failed', {
+    event: 'payment.session.failed',
+    changes: { cancellation_reason: reason } as Partial<Payment>,
+  });
 }
 
 /**
  * Moves a locked pending payment to `captured`: the customer paid and the funds arrived. No event:
  * DESIGN.md's events are created, succeeded (on `settled`) and failed.
  */
-export async function receiveFunds(tx: Transaction<Schema>, row: SessionRow): Promise<Payment> {
-  const payment = { ...(row.data as Payment), status: 'captured' } as Payment;
-  await tx
-    .updateTable('payments')
-    .set({ status: 'captured', data: JSON.stringify(payment) })
-    .where('id', '=', row.id)
-    .execute();
-  return payment;
+export function receiveFunds(tx: Transaction<Schema>, row: LockedPayment): Promise<Payment> {
+  return transition(tx, row, 'captured');
 }
 
 /** Moves a locked `captured` payment to `settled` (credited to the business), with `payment.session.succeeded`. */
-export async function settleSession(tx: Transaction<Schema>, row: SessionRow): Promise<Payment> {
-  const payment = { ...(row.data as Payment), status: 'settled' } as Payment;
-  await tx
-    .updateTable('payments')
-    .set({ status: 'settled', data: JSON.stringify(payment) })
-    .where('id', '=', row.id)
-    .execute();
-  await writeEvent(tx, {
-    type: 'payment.session.succeeded',
-    businessId: row.business_id,
-    mode: row.mode,
-    payment,
-  });
-  return payment;
+export function settleSession(tx: Transaction<Schema>, row: LockedPayment): Promise<Payment> {
+  return transition(tx, row, 'settled', { event: 'payment.session.succeeded' });
 }
