@@ -32,18 +32,16 @@
  * reported.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createTestPayment } from '@payhook/core/testing';
 import {
+  claimDeliveries,
   createDeliveryClient,
   createDeliveryWorker,
   type Database,
@@ -51,9 +49,14 @@ import {
   signedPayload,
 } from '@payhook/sender';
 import { sql } from 'kysely';
-import pg from 'pg';
 
-import { BENCH_BUSINESS_ID, printTable, writeResults } from './lib.js';
+import {
+  BENCH_BUSINESS_ID,
+  BENCH_DATABASE_URL as DATABASE_URL,
+  onEachStorage,
+  printTable,
+  writeResults,
+} from './lib.js';
 
 const N = Number(process.env.BENCH_DELIVERIES ?? 5000);
 const WARMUP = 500;
@@ -63,7 +66,6 @@ const CLAIM_LIMIT = 32;
 const PGLITE_FILL_S = Number(process.env.BENCH_PGLITE_FILL_S ?? 120);
 const TARGET_THROUGHPUT = 0.5;
 const TARGET_CLAIM = 2;
-const DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const EVENT_TYPE = 'payment.session.succeeded';
 
 /** The few undici calls the bare loop makes (undici is loaded from the sender's dependencies). */
@@ -219,27 +221,12 @@ async function claimLatency(database: Database): Promise<{ p50: number; p99: num
       .transaction()
       .execute(async (tx) => {
         const at = new Date();
-        const leaseEnd = new Date(at.getTime() + 60_000);
         const t0 = performance.now();
-        const result = await sql`
-          with due as (
-            select id from deliveries
-            where status = 'pending' and next_attempt_at <= ${at}
-            order by next_attempt_at
-            limit ${CLAIM_LIMIT}
-            for update skip locked
-          )
-          update deliveries d
-          set claim_token = gen_random_uuid(), next_attempt_at = ${leaseEnd}
-          from due, events e
-          where d.id = due.id and e.id = d.event_id
-          returning d.id, d.claim_token as token, d.event_id, d.url, d.attempts, d.first_attempt_at, e.payload`.execute(
-          tx,
-        );
+        const rows = await claimDeliveries(tx, { now: at, leaseMs: 60_000, limit: CLAIM_LIMIT });
         const ms = performance.now() - t0;
         if (i >= 10) {
           times.push(ms); // the first 10 are a warm-up
-          claimed = result.rows.length;
+          claimed = rows.length;
         }
         throw new Rollback();
       })
@@ -356,24 +343,7 @@ async function main(): Promise<void> {
     `${N.toLocaleString('en-US')} deliveries of ~1 KB signed payloads to one local receiver, ` +
       `${CONCURRENCY} in flight (worker perUrlConcurrency ${CONCURRENCY}); claim query x${CLAIMS}, limit ${CLAIM_LIMIT}\n`,
   );
-  const results: Partial<Record<Storage, Result>> = {};
-
-  const schema = `payhook_bench_${randomBytes(4).toString('hex')}`;
-  try {
-    results.postgres = await measure('postgres', schema);
-  } finally {
-    const client = new pg.Client({ connectionString: DATABASE_URL });
-    await client.connect();
-    await client.query(`drop schema if exists ${schema} cascade`);
-    await client.end();
-  }
-
-  const dir = await mkdtemp(join(tmpdir(), 'payhook-bench-delivery-'));
-  try {
-    results.pglite = await measure('pglite', join(dir, 'data'));
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  const results = await onEachStorage('delivery', measure);
 
   console.log();
   const rows: string[][] = [];

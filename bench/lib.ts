@@ -1,5 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 
 /** Operations per second of `fn`: median of `rounds` timed rounds after a warm-up. */
 export async function opsPerSecond(
@@ -61,3 +66,32 @@ export function writeResults(name: string, data: unknown): string {
 
 /** The business id the benchmark receivers are configured with. */
 export const BENCH_BUSINESS_ID = '9c4a2b1e-7d3f-4e8a-b5c6-1a2b3c4d5e6f';
+
+/** The PostgreSQL server of the benchmarks: TEST_DATABASE_URL, never the service's DATABASE_URL. */
+export const BENCH_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/**
+ * Runs `measure` on PostgreSQL, given a fresh schema name (dropped afterwards), then on PGlite,
+ * given a data directory in a temporary folder (removed afterwards).
+ */
+export async function onEachStorage<T>(
+  name: string,
+  measure: (storage: 'postgres' | 'pglite', where: string) => Promise<T>,
+): Promise<{ postgres: T; pglite: T }> {
+  const schema = `payhook_bench_${randomBytes(4).toString('hex')}`;
+  let postgres: T;
+  try {
+    postgres = await measure('postgres', schema);
+  } finally {
+    const client = new pg.Client({ connectionString: BENCH_DATABASE_URL });
+    await client.connect();
+    await client.query(`drop schema if exists ${schema} cascade`);
+    await client.end();
+  }
+  const dir = await mkdtemp(join(tmpdir(), `payhook-bench-${name}-`));
+  try {
+    return { postgres, pglite: await measure('pglite', join(dir, 'data')) };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

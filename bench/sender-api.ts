@@ -19,23 +19,24 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { buildApp, loadConfig, openDatabase } from '@payhook/sender';
 import autocannon from 'autocannon';
 import Fastify, { type FastifyInstance } from 'fastify';
-import pg from 'pg';
 
-import { BENCH_BUSINESS_ID, printTable, writeResults } from './lib.js';
+import {
+  BENCH_BUSINESS_ID,
+  BENCH_DATABASE_URL as DATABASE_URL,
+  onEachStorage,
+  printTable,
+  writeResults,
+} from './lib.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
 const CONNECTIONS = 10;
 const TARGET = 0.5;
-const DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const API_KEY = 'sk_test_bench_sender_api';
 const SESSION_TTL_MS = 3600 * 1000;
 
@@ -224,24 +225,7 @@ async function main(): Promise<void> {
     `POST /payment-sessions (${BODY.length}-byte body), ${DURATION} s per run, ${CONNECTIONS} connections; ` +
       'no webhook URL registered, so no delivery rows are written\n',
   );
-  const results: Record<string, Awaited<ReturnType<typeof measure>>> = {};
-
-  const schema = `payhook_bench_${randomBytes(4).toString('hex')}`;
-  try {
-    results.postgres = await measure('postgres', schema);
-  } finally {
-    const client = new pg.Client({ connectionString: DATABASE_URL });
-    await client.connect();
-    await client.query(`drop schema if exists ${schema} cascade`);
-    await client.end();
-  }
-
-  const dir = await mkdtemp(join(tmpdir(), 'payhook-bench-sender-'));
-  try {
-    results.pglite = await measure('pglite', join(dir, 'data'));
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  const results = await onEachStorage('sender', measure);
 
   const rows: string[][] = [];
   for (const storage of ['postgres', 'pglite'] as const) {

@@ -6,6 +6,8 @@ export type { Database, DatabaseOptions } from './db/database.js';
 export { appliedMigrations, openDatabase } from './db/database.js';
 export { DataDirLockedError } from './db/lock.js';
 export type { AccountSettingsTable, ApiKeysTable, Mode, Schema } from './db/schema.js';
+export type { Claim, ClaimOptions } from './delivery/claim.js';
+export { claimDeliveries } from './delivery/claim.js';
 export type {
   AttemptErrorCode,
   AttemptOutcome,

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import type { Database } from '../db/database.js';
 import type { Resolver } from '../net/webhook-url.js';
+import { type Claim, claimDeliveries } from './claim.js';
 import { type AttemptOutcome, createDeliveryClient, type DeliveryClient } from './http-client.js';
 import type { DeliveryMetrics } from './metrics.js';
 import { WAKE_CHANNEL } from './outbox.js';
@@ -54,17 +55,6 @@ export interface DeliveryWorker {
   runDue(): Promise<number>;
   /** Stops claiming, lets attempts in flight finish within the grace period, releases the rest. */
   stop(): Promise<void>;
-}
-
-/** A claimed delivery, with what its attempt sends. */
-interface Claim {
-  id: string;
-  token: string;
-  event_id: string;
-  url: string;
-  attempts: number;
-  first_attempt_at: Date | null;
-  payload: string;
 }
 
 const silent: WorkerLogger = { info() {}, warn() {}, error() {} };
@@ -126,29 +116,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
    * this worker is attempting already (their lease is renewed, but a row whose renewal is late
    * must not be sent twice from here).
    */
-  async function claim(limit: number): Promise<Claim[]> {
-    const saturated = [...perUrlCount].filter(([, n]) => n >= perUrl).map(([url]) => url);
-    const mine = [...inFlight.keys()];
-    const at = now();
-    const leaseEnd = new Date(at.getTime() + leaseMs);
-    const result = await sql<Claim>`
-      with due as (
-        select id from deliveries
-        where status = 'pending' and next_attempt_at <= ${at}
-          ${saturated.length > 0 ? sql`and url <> all(${saturated}::text[])` : sql``}
-          ${mine.length > 0 ? sql`and id <> all(${mine}::uuid[])` : sql``}
-        order by next_attempt_at
-        limit ${limit}
-        for update skip locked
-      )
-      update deliveries d
-      set claim_token = gen_random_uuid(), next_attempt_at = ${leaseEnd}
-      from due, events e
-      where d.id = due.id and e.id = d.event_id
-      returning d.id, d.claim_token as token, d.event_id, d.url, d.attempts, d.first_attempt_at, e.payload`.execute(
-      db,
-    );
-    return result.rows;
+  function claim(limit: number): Promise<Claim[]> {
+    return claimDeliveries(db, {
+      now: now(),
+      leaseMs,
+      limit,
+      skipUrls: [...perUrlCount].filter(([, n]) => n >= perUrl).map(([url]) => url),
+      skipIds: [...inFlight.keys()],
+    });
   }
 
   /** Gives claims back at once (a URL over its limit, or a shutdown): due again, unclaimed. */
