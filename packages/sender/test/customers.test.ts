@@ -1,45 +1,29 @@
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type Database, loadConfig } from '../src/index.js';
 
-import { openTestDatabase } from './fixtures/storage.js';
+import { startTestApp, type TestApp } from './fixtures/app.js';
+import { customer as baseCustomer } from './fixtures/requests.js';
 
 const customer = (n: number) => ({
+  ...baseCustomer,
   first_name: `Ada${n}`,
   last_name: n % 2 ? '' : 'Okafor',
   email: `ada${n}@example.com`,
-  phone_number: '+2348012345678',
-  billing_address: {
-    line1: '1 Marina',
-    line2: '',
-    city: 'Lagos',
-    state: 'Lagos',
-    zip_code: '101001',
-    country: 'NG',
-  },
 });
 
 describe.each(['pglite', 'postgres'] as const)('customers on %s', { timeout: 60_000 }, (storage) => {
-  let app: FastifyInstance;
   let url: string;
-  let database: Database;
-  let cleanup: () => Promise<void>;
   const KEY = 'sk_test_customers_a';
   const OTHER = 'sk_test_customers_b';
 
+  let testApp: TestApp | undefined;
+  // PGlite's start and migrations can take longer than the default 10 s on a busy machine.
   beforeAll(async () => {
-    ({ database, cleanup } = await openTestDatabase(storage, 'customers'));
-    app = await buildApp({
-      database,
-      config: loadConfig({ PAYHOOK_API_KEYS: `${KEY}:biz-a:test,${OTHER}:biz-b:test` }),
-      logger: false,
+    testApp = await startTestApp(storage, 'customers', {
+      PAYHOOK_API_KEYS: `${KEY}:biz-a:test,${OTHER}:biz-b:test`,
     });
-    url = await app.listen({ port: 0, host: '127.0.0.1' });
-  });
-  afterAll(async () => {
-    await app?.close();
-    await cleanup?.();
-  });
+    ({ url } = testApp);
+  }, 60_000);
+  afterAll(() => testApp?.close());
 
   const post = (body: unknown, key = KEY) =>
     fetch(`${url}/customers`, {

@@ -1,9 +1,8 @@
 import { crc32, inflateSync } from 'node:zlib';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type Database, expireSessions, loadConfig } from '../src/index.js';
+import { type Database, expireSessions } from '../src/index.js';
+import { startTestApp, type TestApp } from './fixtures/app.js';
 import { CURRENCY, customer, metadata } from './fixtures/requests.js';
-import { openTestDatabase } from './fixtures/storage.js';
 
 const CARD = { card: { number: '4242424242424242', expiry_month: 9, expiry_year: 2030, cvv: '123' } };
 
@@ -25,30 +24,22 @@ function readPng(bytes: Buffer): { type: string; data: Buffer }[] {
 }
 
 describe.each(['pglite', 'postgres'] as const)('the sandbox on %s', { timeout: 60_000 }, (storage) => {
-  let app: FastifyInstance;
   let url: string;
   let database: Database;
-  let cleanup: () => Promise<void>;
   const BIZ = '0a9b8c7d-6e5f-4a3b-9c2d-1e0f9a8b7c6d';
   const KEY = 'sk_test_sandbox';
   const LIVE = 'sk_live_sandbox';
   const OTHER = 'sk_test_sandbox_other';
 
+  let testApp: TestApp | undefined;
+  // PGlite's start and migrations can take longer than the default 10 s on a busy machine.
   beforeAll(async () => {
-    ({ database, cleanup } = await openTestDatabase(storage, 'sandbox'));
-    app = await buildApp({
-      database,
-      config: loadConfig({
-        PAYHOOK_API_KEYS: `${KEY}:${BIZ}:test,${LIVE}:${BIZ}:live,${OTHER}:biz-other:test`,
-      }),
-      logger: false,
+    testApp = await startTestApp(storage, 'sandbox', {
+      PAYHOOK_API_KEYS: `${KEY}:${BIZ}:test,${LIVE}:${BIZ}:live,${OTHER}:biz-other:test`,
     });
-    url = await app.listen({ port: 0, host: '127.0.0.1' });
-  }, 60_000); // PGlite's start and migrations can take longer than the default 10 s on a busy machine
-  afterAll(async () => {
-    await app?.close();
-    await cleanup?.();
-  });
+    ({ url, database } = testApp);
+  }, 60_000);
+  afterAll(() => testApp?.close());
 
   type Envelope = {
     status: string;

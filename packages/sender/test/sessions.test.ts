@@ -1,7 +1,7 @@
 import { parseEvent, verifyChecksum } from '@payhook/core';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type Database, expireSessions, loadConfig } from '../src/index.js';
+import { startTestApp, type TestApp } from './fixtures/app.js';
 import { CURRENCY, customer, metadata } from './fixtures/requests.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
@@ -9,27 +9,21 @@ describe.each(['pglite', 'postgres'] as const)(
   'capture and the sandbox on %s',
   { timeout: 60_000 },
   (storage) => {
-    let app: FastifyInstance;
     let url: string;
     let database: Database;
-    let cleanup: () => Promise<void>;
     const BIZ = '6c5b4a3d-2e1f-4a0b-9c8d-7e6f5a4b3c2d';
     const KEY = 'sk_test_sessions';
     const LIVE = 'sk_live_sessions';
 
+    let testApp: TestApp | undefined;
+    // PGlite's start and migrations can take longer than the default 10 s on a busy machine.
     beforeAll(async () => {
-      ({ database, cleanup } = await openTestDatabase(storage, 'sessions'));
-      app = await buildApp({
-        database,
-        config: loadConfig({ PAYHOOK_API_KEYS: `${KEY}:${BIZ}:test,${LIVE}:${BIZ}:live` }),
-        logger: false,
+      testApp = await startTestApp(storage, 'sessions', {
+        PAYHOOK_API_KEYS: `${KEY}:${BIZ}:test,${LIVE}:${BIZ}:live`,
       });
-      url = await app.listen({ port: 0, host: '127.0.0.1' });
-    }, 60_000); // PGlite's start and migrations can take longer than the default 10 s on a busy machine
-    afterAll(async () => {
-      await app?.close();
-      await cleanup?.();
-    });
+      ({ url, database } = testApp);
+    }, 60_000);
+    afterAll(() => testApp?.close());
 
     type Envelope = {
       auth_type: string | null;
