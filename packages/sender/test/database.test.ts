@@ -19,6 +19,7 @@ const MIGRATIONS = [
   '0005_capture',
   '0006_idempotency_keys',
   '0007_delivery',
+  '0008_attempt_key',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];

@@ -26,6 +26,14 @@ export type DatabaseOptions =
 /** An open, migrated database. */
 export interface Database {
   db: Kysely<Schema>;
+  /**
+   * The delivery worker's connections. On PostgreSQL a small pool of their own whose commits do
+   * not wait for the WAL to reach the disk (`synchronous_commit = off`): a claim or an attempt
+   * record lost in a server crash only means the delivery is sent again, which at-least-once
+   * delivery allows, and the worker's throughput no longer waits on the disk. The API's writes
+   * stay on `db`, fully durable. On PGlite, `db` itself.
+   */
+  deliveryDb: Kysely<Schema>;
   kind: 'pglite' | 'postgres';
   /**
    * Calls `onNotify` for each NOTIFY on `channel` (delivered when the notifying transaction
@@ -101,6 +109,7 @@ function preparing(pool: pg.Pool): PostgresPool {
  */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   let db: Kysely<Schema>;
+  let deliveryDb: Kysely<Schema> | undefined;
   let kind: Database['kind'];
   let release = async () => {};
   let listen: Database['listen'];
@@ -129,14 +138,21 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         `Invalid schema name: ${JSON.stringify(schema)} (lower-case letters, digits and _).`,
       );
     }
-    const pool = new pg.Pool({
+    const searchPath = schema !== undefined ? `-c search_path=${schema}` : '';
+    const pool = new pg.Pool({ connectionString: options.url, ...(searchPath ? { options: searchPath } : {}) });
+    // The worker runs one claim and one group-committed write at a time, and renews or releases
+    // now and then: a few connections are all it uses.
+    const deliveryPool = new pg.Pool({
       connectionString: options.url,
-      ...(schema !== undefined ? { options: `-c search_path=${schema}` } : {}),
+      max: 4,
+      options: `${searchPath} -c synchronous_commit=off`.trim(),
     });
     // An idle connection the server dropped is replaced on the next query; without a listener
     // its error event would end the process.
     pool.on('error', () => {});
+    deliveryPool.on('error', () => {});
     db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: preparing(pool) }) });
+    deliveryDb = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: preparing(deliveryPool) }) });
     kind = 'postgres';
     listen = (channel, onNotify) => listenOnPostgres(options.url, channel, onNotify);
   }
@@ -157,15 +173,18 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       }
     });
   } catch (error) {
+    await deliveryDb?.destroy();
     await db.destroy();
     await release();
     throw error;
   }
   return {
     db,
+    deliveryDb: deliveryDb ?? db,
     kind,
     listen,
     async close() {
+      await deliveryDb?.destroy();
       await db.destroy();
       await release();
     },

@@ -198,6 +198,18 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0008_attempt_key': {
+    async up(db: Kysely<unknown>) {
+      // An attempt is known by its delivery and number: that unique pair becomes the primary key,
+      // and the random uuid key, which every recorded attempt paid for with an index entry, goes.
+      await sql`alter table delivery_attempts drop constraint delivery_attempts_pkey`.execute(db);
+      await sql`alter table delivery_attempts drop column id`.execute(db);
+      await sql`alter table delivery_attempts drop constraint delivery_attempts_number`.execute(db);
+      await sql`alter table delivery_attempts add constraint delivery_attempts_pkey primary key (delivery_id, attempt)`.execute(
+        db,
+      );
+    },
+  },
 };
 
 /** The migrations, for Kysely's `Migrator`. */

@@ -97,7 +97,7 @@ export interface DeliveriesTable {
 
 /** One attempt of a delivery: what was sent where, and what came back. */
 export interface DeliveryAttemptsTable {
-  id: Generated<string>;
+  /** With `attempt`, the primary key. */
   delivery_id: string;
   /** 1 for the first attempt. */
   attempt: number;

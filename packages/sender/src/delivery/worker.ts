@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
-import type { Database } from '../db/database.js';
+import { type Database, PREPARE } from '../db/database.js';
 import type { Resolver } from '../net/webhook-url.js';
 import { type Claim, claimDeliveries } from './claim.js';
 import { type AttemptOutcome, createDeliveryClient, type DeliveryClient } from './http-client.js';
@@ -83,7 +83,7 @@ function positive(name: string, value: number | undefined, fallback: number): nu
  */
 export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { database, metrics } = options;
-  const db = database.db;
+  const db = database.deliveryDb;
   const concurrency = positive('concurrency', options.concurrency, 32);
   const perUrl = positive('perUrlConcurrency', options.perUrlConcurrency, 4);
   const leaseMs = positive('leaseMs', options.leaseMs, 60_000);
@@ -97,13 +97,28 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const client =
     options.client ?? createDeliveryClient({ resolve: options.resolve, allowPrivate: options.allowPrivate });
 
-  /** Claims held by this worker: being sent, or sent and being recorded. */
-  const inFlight = new Map<string, { claim: Claim; done: Promise<void> }>();
+  /**
+   * Claims held by this worker: waiting in `ready`, being sent, or sent and being recorded
+   * (`done` is set once the attempt begins).
+   */
+  const inFlight = new Map<string, { claim: Claim; done?: Promise<void> }>();
+  /**
+   * Claimed ahead, waiting for a slot, in due order. A claim is a round trip to the database: were
+   * slots filled only as they free up, each claim would serve a handful of attempts and the
+   * attempts would wait on it. Up to `concurrency` rows (and twice the per-URL limit for one URL)
+   * are held ready instead, so a freed slot starts its next attempt at once.
+   */
+  let ready: Claim[] = [];
   /** Attempts being sent: what `concurrency` limits. */
   let sending = 0;
   /** Attempts started since the worker was made. */
   let begun = 0;
+  /** Attempts being sent, per URL: what `perUrlConcurrency` limits. */
   const perUrlCount = new Map<string, number>();
+  /** Rows held per URL, being sent or ready: a claim leaves out the URLs with twice their limit. */
+  const perUrlHeld = new Map<string, number>();
+  const capacity = 2 * concurrency;
+  const urlCapacity = 2 * perUrl;
   let stopping = false;
   let timer: NodeJS.Timeout | undefined;
   let renewal: NodeJS.Timeout | undefined;
@@ -112,8 +127,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let again = false;
 
   /**
-   * Claims up to `limit` due deliveries, skipping URLs that have no free slot and the deliveries
-   * this worker is attempting already (their lease is renewed, but a row whose renewal is late
+   * Claims up to `limit` due deliveries, skipping URLs that hold as many rows as they may and the
+   * deliveries this worker holds already (their lease is renewed, but a row whose renewal is late
    * must not be sent twice from here).
    */
   function claim(limit: number): Promise<Claim[]> {
@@ -121,10 +136,16 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       now: now(),
       leaseMs,
       limit,
-      skipUrls: [...perUrlCount].filter(([, n]) => n >= perUrl).map(([url]) => url),
+      skipUrls: [...perUrlHeld].filter(([, n]) => n >= urlCapacity).map(([url]) => url),
       skipIds: [...inFlight.keys()],
     });
   }
+
+  const count = (map: Map<string, number>, url: string, by: number) => {
+    const n = (map.get(url) ?? 0) + by;
+    if (n === 0) map.delete(url);
+    else map.set(url, n);
+  };
 
   /** Gives claims back at once (a URL over its limit, or a shutdown): due again, unclaimed. */
   async function release(claims: readonly Claim[]): Promise<void> {
@@ -215,7 +236,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     const text = (value: string | null | undefined) =>
       value === null || value === undefined ? null : value.replaceAll('\0', '');
     const finishedAt = now().toISOString();
-    const result = await sql<{ id: string }>`
+    const result = await sql<{ id: string }>`${sql.raw(PREPARE)}
       with v as (
         select * from unnest(
           ${column((r) => r.claim.id)}::uuid[],
@@ -289,18 +310,34 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   /** Frees a slot once an attempt's response is in: recording it needs no connection to the URL. */
   function freeSlot(claim: Claim): void {
     sending--;
-    const left = (perUrlCount.get(claim.url) ?? 1) - 1;
-    if (left === 0) perUrlCount.delete(claim.url);
-    else perUrlCount.set(claim.url, left);
-    // More work may be due, for this URL or another. Claims wait for a few free slots, so that
-    // one claim serves several attempts rather than one each.
-    if (!stopping && (sending === 0 || concurrency - sending >= refill)) wake();
+    count(perUrlCount, claim.url, -1);
+    count(perUrlHeld, claim.url, -1);
+    if (stopping) return;
+    startReady();
+    // More work may be due, for this URL or another. Claims wait for some room, so that one
+    // claim serves several attempts rather than one each.
+    if (sending + ready.length === 0 || capacity - sending - ready.length >= refill) wake();
+  }
+
+  /** Starts ready rows while slots are free, in due order, skipping URLs at their limit. */
+  function startReady(): number {
+    if (ready.length === 0 || sending >= concurrency) return 0;
+    let started = 0;
+    const waiting: Claim[] = [];
+    for (const c of ready) {
+      if (sending < concurrency && (perUrlCount.get(c.url) ?? 0) < perUrl) {
+        begin(c);
+        started++;
+      } else waiting.push(c);
+    }
+    ready = waiting;
+    return started;
   }
 
   function begin(claim: Claim): void {
     begun++;
     sending++;
-    perUrlCount.set(claim.url, (perUrlCount.get(claim.url) ?? 0) + 1);
+    count(perUrlCount, claim.url, 1);
     let freed = false;
     const done = send(claim)
       .then(({ startedAt, outcome }) => {
@@ -317,27 +354,32 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         inFlight.delete(claim.id);
       });
     inFlight.set(claim.id, { claim, done });
-    renewWhileBusy();
   }
 
-  /** Fills the free slots with due deliveries. Returns how many attempts it started. */
+  /**
+   * Fills the free slots, from the ready rows first, then with due deliveries claimed ahead up to
+   * the worker's capacity. Returns how many attempts it started.
+   */
   async function fill(): Promise<number> {
-    let started = 0;
+    let started = startReady();
     while (!stopping) {
-      const free = concurrency - sending;
-      if (free <= 0) break;
-      const claims = await claim(free);
+      const room = capacity - sending - ready.length;
+      if (room <= 0 || (room < refill && sending + ready.length > 0)) break;
+      const claims = await claim(room);
       const over: Claim[] = [];
       for (const c of claims) {
-        if ((perUrlCount.get(c.url) ?? 0) >= perUrl || stopping) over.push(c);
+        if ((perUrlHeld.get(c.url) ?? 0) >= urlCapacity || stopping) over.push(c);
         else {
-          begin(c);
-          started++;
+          count(perUrlHeld, c.url, 1);
+          inFlight.set(c.id, { claim: c });
+          ready.push(c);
         }
       }
-      // Rows of a URL at its limit go back at once; that URL is left out of the next claim.
+      renewWhileBusy();
+      started += startReady();
+      // Rows of a URL that holds all it may go back at once; that URL is left out of the next claim.
       await release(over);
-      if (claims.length < free) break;
+      if (claims.length < room) break;
     }
     return started;
   }
@@ -378,13 +420,16 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       // Counted at the start of each attempt: wake-ups start some too, not only this loop.
       const before = begun;
       for (;;) {
+        if (stopping) return begun - before;
         await pump();
         if (inFlight.size === 0) {
           // Nothing running: one more look, in case a pass ended as the last attempt finished.
           await pump();
           if (inFlight.size === 0) return begun - before;
         }
-        await Promise.race([...inFlight.values()].map((f) => f.done));
+        const running = [...inFlight.values()].flatMap((f) => (f.done ? [f.done] : []));
+        // Rows held ready wait for a slot that an attempt in flight frees.
+        if (running.length > 0) await Promise.race(running);
       }
     },
     async stop() {
@@ -393,6 +438,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       clearInterval(renewal);
       await unlisten?.().catch(() => {});
       await pumping?.catch(() => {});
+      // Rows claimed ahead and never begun go back at once.
+      const unstarted = ready;
+      ready = [];
+      for (const c of unstarted) inFlight.delete(c.id);
+      await release(unstarted).catch((error: unknown) =>
+        log.error({ err: error }, 'releasing unstarted deliveries failed'),
+      );
       const running = [...inFlight.values()];
       if (running.length > 0) {
         let grace: NodeJS.Timeout | undefined;
