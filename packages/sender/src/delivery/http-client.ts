@@ -6,7 +6,7 @@ import type { LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
 import { classifyAddress } from '../net/public-address.js';
-import { checkWebhookUrl, type Resolver, systemResolver } from '../net/webhook-url.js';
+import { checkWebhookUrl, type Resolver, systemResolver, type WebhookUrlCheck } from '../net/webhook-url.js';
 
 /** Why an attempt failed: the URL checks' codes, then the transport's and the response's. */
 export type AttemptErrorCode =
@@ -72,6 +72,11 @@ export interface DeliveryClient {
   close(): Promise<void>;
   /** Closes the pool now, failing the attempts in flight (a shutdown that released them). */
   destroy(): Promise<void>;
+}
+
+/** True for the host of a URL written as an IPv4 or a bracketed IPv6 address. */
+function isIpLiteral(hostname: string): boolean {
+  return hostname.startsWith('[') || classifyAddress(hostname) !== 'invalid';
 }
 
 const DEFAULTS = {
@@ -249,6 +254,20 @@ export function createDeliveryClient(options: DeliveryClientOptions = {}): Deliv
     bodyTimeout: totalTimeoutMs,
   });
 
+  /**
+   * The checks of URLs whose host is an IP literal: they depend on the URL's text alone, so they
+   * are made once (a host name is resolved and vetted again at every attempt).
+   */
+  const literalChecks = new Map<string, WebhookUrlCheck>();
+  async function checkUrl(url: string): Promise<WebhookUrlCheck> {
+    const check = await checkWebhookUrl(url, { resolve, allowPrivate });
+    if (check.ok && check.addresses.length === 1 && isIpLiteral(check.url.hostname)) {
+      if (literalChecks.size >= 1024) literalChecks.clear();
+      literalChecks.set(url, check);
+    }
+    return check;
+  }
+
   async function send(delivery: DeliveryRequest): Promise<AttemptOutcome> {
     const started = performance.now();
     const finish = (outcome: Omit<AttemptOutcome, 'latencyMs'>): AttemptOutcome => ({
@@ -269,12 +288,14 @@ export function createDeliveryClient(options: DeliveryClientOptions = {}): Deliv
     }, totalTimeoutMs);
 
     try {
-      const check = await Promise.race([
-        checkWebhookUrl(delivery.url, { resolve, allowPrivate }),
-        new Promise<never>((_, reject) =>
-          controller.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
-        ),
-      ]);
+      const check =
+        literalChecks.get(delivery.url) ??
+        (await Promise.race([
+          checkUrl(delivery.url),
+          new Promise<never>((_, reject) =>
+            controller.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
+          ),
+        ]));
       if (!check.ok) {
         return finish({
           ok: false,
