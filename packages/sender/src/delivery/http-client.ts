@@ -3,6 +3,7 @@
 // connection only ever goes to an address that was checked to be public (no SSRF, no DNS rebinding).
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
+import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
 import { classifyAddress } from '../net/public-address.js';
@@ -381,22 +382,47 @@ function judgeStatus(
  * endless body costs nothing more (the connection is dropped rather than drained). Returns true
  * when the body was read to its end, which leaves the connection in the pool.
  */
-async function readCapped(body: AsyncIterable<Buffer>, limit: number, chunks: Buffer[]): Promise<boolean> {
-  let size = 0;
-  for await (const chunk of body) {
-    chunks.push(chunk);
-    size += chunk.length;
-    // Leaving the loop early destroys the stream, and with it the connection.
-    if (size > limit) return false;
-  }
-  return true;
+function readCapped(body: Readable, limit: number, chunks: Buffer[]): Promise<boolean> {
+  // Events rather than `for await`: an async iterator per response cost more than the read.
+  return new Promise((resolve, reject) => {
+    let size = 0;
+    let settled = false;
+    const settle = (complete: boolean, error?: unknown) => {
+      if (settled) return;
+      settled = true;
+      body.off('data', onData);
+      if (error !== undefined) reject(error);
+      else resolve(complete);
+    };
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      // Stopping early destroys the stream, and with it the connection.
+      if (size > limit) {
+        settle(false);
+        body.destroy();
+      }
+    };
+    body.on('data', onData);
+    body.once('end', () => settle(true));
+    body.once('error', (error) => settle(false, error));
+    body.once('close', () => settle(false, new Error('the response ended before its body')));
+  });
 }
+
+const UTF8_BOM = [0xef, 0xbb, 0xbf];
 
 /** The first `limit` bytes as text; `null` for an empty or absent body. */
 function decodeCapped(chunks: Buffer[], limit: number): string | null {
   if (chunks.length === 0) return null;
-  const bytes = Buffer.concat(chunks).subarray(0, limit);
+  const all = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+  const bytes = all.subarray(0, limit);
   if (bytes.length === 0) return null;
-  // stream: true holds back a multi-byte character cut at the limit instead of emitting U+FFFD.
-  return new TextDecoder().decode(bytes, { stream: true });
+  if (all.length > limit) {
+    // stream: true holds back a multi-byte character cut at the limit instead of emitting U+FFFD.
+    return new TextDecoder().decode(bytes, { stream: true });
+  }
+  // A whole body decodes as TextDecoder would (a leading BOM dropped), without making one.
+  const bom = UTF8_BOM.every((b, i) => bytes[i] === b);
+  return bytes.toString('utf8', bom ? 3 : 0);
 }

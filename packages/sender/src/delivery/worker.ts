@@ -89,7 +89,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const leaseMs = positive('leaseMs', options.leaseMs, 60_000);
   const pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs, 1000);
   const graceMs = options.shutdownGraceMs ?? 10_000;
-  const refill = Math.max(1, Math.floor(concurrency / 4));
+  const refill = Math.max(1, Math.floor(concurrency / 2));
   const now = options.now ?? (() => new Date());
   const random = options.random ?? Math.random;
   const log = options.logger ?? silent;
@@ -231,29 +231,35 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const status = outcome.ok ? 'delivered' : next === null ? 'failed' : 'pending';
       return { claim, attempts, first, next, status, startedAt, outcome };
     });
-    const column = <T>(pick: (r: (typeof rows)[number]) => T) => rows.map(pick);
     // PostgreSQL text cannot hold NUL: a receiver's binary answer is stored without it.
     const text = (value: string | null | undefined) =>
       value === null || value === undefined ? null : value.replaceAll('\0', '');
     const finishedAt = now().toISOString();
+    // One JSON parameter (one native JSON.stringify) rather than an array parameter per column,
+    // each escaped element by element by the driver.
+    const values = JSON.stringify(
+      rows.map((r) => ({
+        id: r.claim.id,
+        token: r.claim.token,
+        status: r.status,
+        attempts: r.attempts,
+        first_attempt_at: r.first,
+        started_at: r.startedAt,
+        next_attempt_at: r.next,
+        status_code: r.outcome.statusCode,
+        error_message: text(r.outcome.error?.message),
+        error_code: text(r.outcome.error?.code),
+        url: r.claim.url,
+        latency_ms: Math.round(r.outcome.latencyMs),
+        response_body: text(r.outcome.responseBody),
+      })),
+    );
     const result = await sql<{ id: string }>`${sql.raw(PREPARE)}
       with v as (
-        select * from unnest(
-          ${column((r) => r.claim.id)}::uuid[],
-          ${column((r) => r.claim.token)}::uuid[],
-          ${column((r) => r.status)}::text[],
-          ${column((r) => r.attempts)}::integer[],
-          ${column((r) => new Date(r.first).toISOString())}::timestamptz[],
-          ${column((r) => r.startedAt.toISOString())}::timestamptz[],
-          ${column((r) => r.next?.toISOString() ?? null)}::timestamptz[],
-          ${column((r) => r.outcome.statusCode)}::integer[],
-          ${column((r) => text(r.outcome.error?.message))}::text[],
-          ${column((r) => text(r.outcome.error?.code))}::text[],
-          ${column((r) => r.claim.url)}::text[],
-          ${column((r) => Math.round(r.outcome.latencyMs))}::integer[],
-          ${column((r) => text(r.outcome.responseBody))}::text[]
-        ) as v(id, token, status, attempts, first_attempt_at, started_at, next_attempt_at, status_code,
-               error_message, error_code, url, latency_ms, response_body)
+        select * from json_to_recordset(${values}::json) as v(
+          id uuid, token uuid, status text, attempts integer, first_attempt_at timestamptz,
+          started_at timestamptz, next_attempt_at timestamptz, status_code integer, error_message text,
+          error_code text, url text, latency_ms integer, response_body text)
       ),
       kept as (
         update deliveries d
