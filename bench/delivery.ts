@@ -19,13 +19,16 @@
  * and perUrlConcurrency 32 (the default per-URL limit of 4 would cap a benchmark that has a single
  * receiver URL at 4 in flight), and the time of `worker.runDue()` over all the rows gives its
  * deliveries/s. Each side first runs a warm-up of 500 (bare first, then the worker), then the
- * timed run. undici is not a dependency of bench/, so it is loaded from @payhook/sender's own
+ * timed run. Beside the rates, the table gives the CPU time each delivery cost this process (the
+ * bare loop's client, or the worker with its database driver; PGlite's work included, as it runs
+ * here) and, on Linux with PostgreSQL on this machine, the server's processes (from /proc): on two
+ * shared cores, where the receiver and PostgreSQL take their share, those say where the time goes. undici is not a dependency of bench/, so it is loaded from @payhook/sender's own
  * dependencies (createRequire), the same copy the delivery client uses.
  *
  * Claim latency: the deliveries table is filled with pending rows due now, all referencing one
- * event (`insert ... select ... from generate_series`), then analyzed; the worker's claim query
- * (copied from worker.ts: `with due as (... for update skip locked) update ... returning`, limit
- * 32, no saturated URLs) runs BENCH_CLAIMS times (default 200), each in a transaction that is
+ * event (`insert ... select ... from generate_series`), then analyzed; the worker's claim
+ * statement (`claimDeliveries`, as the worker runs it: `with due as (... for update skip locked)
+ * update ... returning`, limit 32, no saturated URLs) runs BENCH_CLAIMS times (default 200), each in a transaction that is
  * rolled back so that the table keeps its size; p50 and p99 at 10,000, then at 1,000,000 pending.
  * On PGlite the table grows by 100,000 rows at a time and stops at 1,000,000 or when filling
  * exceeds BENCH_PGLITE_FILL_S seconds (default 120), whichever comes first; the size reached is
@@ -33,6 +36,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -151,14 +155,47 @@ async function seed(database: Database, url: string, count: number): Promise<str
   return bodies;
 }
 
+/** This process's CPU time so far, in µs (user + system). */
+function ownCpu(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+}
+
+/**
+ * CPU time of the PostgreSQL server's processes so far, in µs, read from /proc (Linux, with the
+ * server on this machine); `undefined` where that cannot be read.
+ */
+function postgresCpu(): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  let ticks = 0;
+  let seen = false;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8').trim();
+    } catch {
+      continue; // gone, or not ours to read
+    }
+    const match = /^\d+ \((.*)\) (.*)$/.exec(stat);
+    if (match?.[1] !== 'postgres') continue;
+    const fields = (match[2] as string).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+    seen = true;
+  }
+  // Clock ticks are 1/100 s on Linux (USER_HZ).
+  return seen ? ticks * 10_000 : undefined;
+}
+
 /** The bare loop: posts every body with undici, `CONCURRENCY` in flight; returns deliveries/s. */
 async function bareLoop(
   url: string,
   bodies: readonly string[],
-): Promise<{ perSecond: number; failed: number }> {
+): Promise<{ perSecond: number; failed: number; cpuUs: number }> {
   const agent = new undici.Agent({ connections: null });
   let next = 0;
   let failed = 0;
+  const cpu0 = ownCpu();
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -176,8 +213,9 @@ async function bareLoop(
     }),
   );
   const seconds = (performance.now() - t0) / 1000;
+  const cpuUs = (ownCpu() - cpu0) / bodies.length;
   await agent.close();
-  return { perSecond: bodies.length / seconds, failed };
+  return { perSecond: bodies.length / seconds, failed, cpuUs };
 }
 
 /** The worker: `runDue()` over every pending row; returns deliveries/s and what the table says. */
@@ -189,13 +227,21 @@ async function workerRun(database: Database, count: number) {
     concurrency: CONCURRENCY,
     perUrlConcurrency: CONCURRENCY,
   });
+  const cpu0 = ownCpu();
+  const pg0 = postgresCpu();
   const t0 = performance.now();
   const made = await worker.runDue();
   const seconds = (performance.now() - t0) / 1000;
+  const cpuUs = (ownCpu() - cpu0) / made;
+  const pg1 = postgresCpu();
   await worker.stop();
   await client.close();
   if (made !== count) throw new Error(`the worker made ${made} attempts, expected ${count}`);
-  return { perSecond: made / seconds };
+  return {
+    perSecond: made / seconds,
+    cpuUs,
+    postgresCpuUs: pg0 === undefined || pg1 === undefined ? undefined : (pg1 - pg0) / made,
+  };
 }
 
 async function countDeliveries(database: Database) {
@@ -281,8 +327,8 @@ async function claimSizes(database: Database, storage: Storage, url: string): Pr
 
 type Result = {
   deliveries: number;
-  bare: { perSecond: number; runs: number[]; failed: number };
-  worker: { perSecond: number };
+  bare: { perSecond: number; runs: number[]; failed: number; cpuUs: number };
+  worker: { perSecond: number; cpuUs: number; postgresCpuUs?: number };
   ratio: number;
   statuses: Record<string, number>;
   received: number;
@@ -310,6 +356,7 @@ async function measure(storage: Storage, where: string): Promise<Result> {
       perSecond: Math.max(bareBefore.perSecond, bareAfter.perSecond),
       runs: [bareBefore.perSecond, bareAfter.perSecond],
       failed: bareBefore.failed + bareAfter.failed,
+      cpuUs: Math.min(bareBefore.cpuUs, bareAfter.cpuUs),
     };
     const statuses = await countDeliveries(database);
     if (statuses.delivered !== N + WARMUP)
@@ -350,20 +397,29 @@ async function main(): Promise<void> {
   for (const storage of ['postgres', 'pglite'] as const) {
     const r = results[storage];
     if (!r) continue;
+    const us = (x: number | undefined) => (x === undefined ? 'n/a' : `${Math.round(x)} µs`);
     rows.push([
       label(storage),
       'bare undici loop',
       Math.round(r.bare.perSecond).toLocaleString('en-US'),
       '1.00',
+      us(r.bare.cpuUs),
+      '',
     ]);
     rows.push([
       label(storage),
       'worker.runDue()',
       Math.round(r.worker.perSecond).toLocaleString('en-US'),
       r.ratio.toFixed(2),
+      us(r.worker.cpuUs),
+      // PGlite runs inside this process: its work is in the process's own figure.
+      storage === 'postgres' ? us(r.worker.postgresCpuUs) : '(in process)',
     ]);
   }
-  printTable(['storage', 'sender', 'deliveries/s', 'x bare'], rows);
+  printTable(
+    ['storage', 'sender', 'deliveries/s', 'x bare', 'CPU/delivery', 'PostgreSQL CPU/delivery'],
+    rows,
+  );
 
   console.log();
   const claimRows: string[][] = [];
