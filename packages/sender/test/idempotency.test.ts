@@ -252,6 +252,58 @@ describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeou
     };
   };
 
+  it.each([
+    ['/customers', body.customer],
+    [
+      '/beneficiaries',
+      {
+        type: 'bank_account',
+        currency: 'NGN',
+        account_name: 'Adaeze Okafor',
+        account_number: '0123456789',
+        bank_name: 'GTBank',
+        bank_code: '058',
+      },
+    ],
+  ])(
+    'stores the response of POST %s in the transaction that creates it: a retry after the commit replays it',
+    async (path, payload) => {
+      const held = await heldService();
+      const key = `committed${path.replace('/', '-')}`;
+      const send = (base: string) =>
+        fetch(`${base}${path}`, {
+          method: 'POST',
+          headers: {
+            authorization: 'Bearer sk_test_idem',
+            'content-type': 'application/json',
+            'idempotency-key': key,
+          },
+          body: JSON.stringify(payload),
+        });
+      const idOf = async (res: Response) => ((await res.json()) as { data: { id: string } }).data.id;
+      try {
+        const first = send(held.url);
+        await held.entered;
+        held.release();
+        await held.committed; // committed; the first request has not answered (nor run onSend) yet
+        const stored = await storedKey(key);
+        expect(stored?.response_status).toBe(201);
+        // Were the process to die here, the key would still replay what it created.
+        const retry = await send(url);
+        expect(retry.status).toBe(201);
+        expect(retry.headers.get('idempotent-replayed')).toBe('true');
+        const id = await idOf(retry);
+        expect((JSON.parse(stored?.response_body ?? '{}') as { data: { id: string } }).data.id).toBe(id);
+        held.finish();
+        expect(await idOf(await first)).toBe(id);
+      } finally {
+        held.release();
+        held.finish();
+        await held.app.close();
+      }
+    },
+  );
+
   it(`takes over a key left in progress for more than ${ABANDONED_AFTER_SECONDS} s (its request died)`, async () => {
     const claim = (key: string, secondsAgo: number, payload: unknown = body) =>
       database.db

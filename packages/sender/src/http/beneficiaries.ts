@@ -5,6 +5,7 @@ import { type Static, Type } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { Database } from '../db/database.js';
 import { ApiError } from './errors.js';
+import { responseStored, storeResponse } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
 // The two request shapes of the spec (DESIGN.md: the NGN shape requires all six of its fields;
@@ -131,12 +132,18 @@ export const beneficiaryRoutes: FastifyPluginAsync<{ database: Database }> = asy
         virtual: false,
         ...(currency === 'USD' ? { rail: str(body.rail) } : {}),
       };
-      await db
-        .insertInto('beneficiaries')
-        .values({ id, business_id: businessId, mode, currency, data: JSON.stringify(data) })
-        .execute();
-      reply.code(201);
-      return { data };
+      // The beneficiary and the response stored under the request's Idempotency-Key commit
+      // together: a process dying in between cannot leave one whose retry would make a second.
+      const response = { data };
+      await db.transaction().execute(async (tx) => {
+        await tx
+          .insertInto('beneficiaries')
+          .values({ id, business_id: businessId, mode, currency, data: JSON.stringify(data) })
+          .execute();
+        await storeResponse(tx, request, reply, 201, response);
+      });
+      responseStored(request, 201);
+      return response;
     },
   );
 

@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import { type Static, Type } from 'typebox';
 import type { Database } from '../db/database.js';
 import type { Schema } from '../db/schema.js';
+import { responseStored, storeResponse } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
 type CustomerRow = {
@@ -35,29 +36,36 @@ export const customerRoutes: FastifyPluginAsync<{ database: Database }> = async 
     async (request, reply) => {
       const { businessId, mode } = request.principal;
       const body = request.body;
-      const row = await db
-        .insertInto('customers')
-        .values({
-          business_id: businessId,
-          mode,
-          first_name: body.first_name,
-          last_name: body.last_name,
-          email: body.email,
-          phone_number: body.phone_number,
-          billing_address: JSON.stringify(body.billing_address),
-        })
-        .returning([
-          'id',
-          'first_name',
-          'last_name',
-          'email',
-          'phone_number',
-          'billing_address',
-          microsColumn.as('micros'),
-        ])
-        .executeTakeFirstOrThrow();
-      reply.code(201);
-      return { data: toCustomer(row) };
+      // The customer and the response stored under the request's Idempotency-Key commit together:
+      // a process dying in between cannot leave a customer whose retry would make a second one.
+      const response = await db.transaction().execute(async (tx) => {
+        const row = await tx
+          .insertInto('customers')
+          .values({
+            business_id: businessId,
+            mode,
+            first_name: body.first_name,
+            last_name: body.last_name,
+            email: body.email,
+            phone_number: body.phone_number,
+            billing_address: JSON.stringify(body.billing_address),
+          })
+          .returning([
+            'id',
+            'first_name',
+            'last_name',
+            'email',
+            'phone_number',
+            'billing_address',
+            microsColumn.as('micros'),
+          ])
+          .executeTakeFirstOrThrow();
+        const created = { data: toCustomer(row) };
+        await storeResponse(tx, request, reply, 201, created);
+        return created;
+      });
+      responseStored(request, 201);
+      return response;
     },
   );
 
