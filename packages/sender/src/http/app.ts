@@ -63,6 +63,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   // The API speaks JSON only: other bodies are 415, not parsed as text.
   app.removeContentTypeParser('text/plain');
+  // A JSON content type with no body is a request without one (what a client that always sets the
+  // header sends where the body is optional, as on capture): the route's schema decides, rather
+  // than Fastify refusing every empty JSON body.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body.toString();
+    if (text === '') done(null, undefined);
+    else parseJson(request, text, done);
+  });
   app.decorateRequest('principal', undefined as unknown as Principal);
   app.setErrorHandler((error, request, reply) => {
     const apiError = toApiError(error);
