@@ -139,7 +139,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       );
     }
     const searchPath = schema !== undefined ? `-c search_path=${schema}` : '';
-    const pool = new pg.Pool({ connectionString: options.url, ...(searchPath ? { options: searchPath } : {}) });
+    const pool = new pg.Pool({
+      connectionString: options.url,
+      ...(searchPath ? { options: searchPath } : {}),
+    });
     // The worker runs one claim and one group-committed write at a time, and renews or releases
     // now and then: a few connections are all it uses.
     const deliveryPool = new pg.Pool({

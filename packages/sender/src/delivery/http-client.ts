@@ -3,8 +3,8 @@
 // connection only ever goes to an address that was checked to be public (no SSRF, no DNS rebinding).
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
+import type { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
 import { classifyAddress } from '../net/public-address.js';
 import { checkWebhookUrl, type Resolver, systemResolver, type WebhookUrlCheck } from '../net/webhook-url.js';
