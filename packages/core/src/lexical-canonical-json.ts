@@ -70,11 +70,15 @@ export interface LexicalEnvelope {
  *
  * `data` that is canonical already (what an RFC 8785 sender writes) costs one scan that allocates
  * nothing and is taken verbatim; any other is read once into a tape of token positions and written
- * out from it in key order.
+ * out from it in key order. A body in the sender's own layout has its three members matched as
+ * text rather than read as arbitrary members.
  */
 export function lexicalEnvelope(text: string, maxDepth: number = DEFAULT_MAX_DEPTH): LexicalEnvelope {
   const units = unitsOf(text);
   const scanner = new Scanner(text, units, maxDepth);
+  const laidOut = senderLayoutData(scanner);
+  if (laidOut !== undefined) return { data: laidOut };
+  scanner.i = 0;
   scanner.skipWs();
   if (units[scanner.i] !== OPEN_BRACE) return { data: undefined };
   scanner.i++;
@@ -104,6 +108,37 @@ export function lexicalEnvelope(text: string, maxDepth: number = DEFAULT_MAX_DEP
   }
   assertUnique(keys);
   return { data };
+}
+
+/**
+ * The lexical text of `data` for a body in the sender's own layout,
+ * `{"event":"...","data":...,"checksum":"..."}` with no whitespace between members (what
+ * `JSON.stringify` writes); undefined for any other layout, which the general loop of
+ * {@link lexicalEnvelope} then reads. Same result, same checks (duplicate keys and depth inside
+ * `data`; `event` and `checksum` are strings, which hold neither), without the bookkeeping of
+ * arbitrary members: the three keys are matched as text and are distinct.
+ */
+function senderLayoutData(scanner: Scanner): string | undefined {
+  const { s: text, u: units } = scanner;
+  if (!text.startsWith('{"event":"')) return undefined;
+  let i = stringEnd(units, 9) & END;
+  if (!text.startsWith(',"data":', i)) return undefined;
+  const start = i + 8;
+  if (isWs(units[start] as number)) return undefined;
+  scanner.i = start;
+  let data: string;
+  if (scanner.verbatim(1, true)) {
+    data = text.slice(start, scanner.i);
+    i = scanner.i;
+  } else {
+    // A fresh scanner: the first one may have stopped anywhere inside the value.
+    const reader = new Scanner(text, units, scanner.maxDepth, start);
+    data = reader.canonical(1, true);
+    i = reader.i;
+  }
+  if (!text.startsWith(',"checksum":"', i)) return undefined;
+  i = stringEnd(units, i + 12) & END;
+  return units[i] === CLOSE_BRACE ? data : undefined;
 }
 
 const OPEN_BRACE = 0x7b;

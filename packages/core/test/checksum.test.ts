@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { hmac } from '../src/checksum.js';
+import { checksumBytes, hmac, hmacHex } from '../src/checksum.js';
 import { canonicalJson, computeChecksum, lexicalCanonicalJson, verifyChecksum } from '../src/index.js';
 import { bodyWith, looseJson, phpJson, signText } from './fixtures/encode.js';
 
@@ -331,6 +331,40 @@ describe('hmac', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('hmacHex', () => {
+  it('equals createHmac in lowercase hex', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.string({ unit: 'binary' }), (key, message) => {
+        expect(hmacHex(message, key)).toBe(createHmac('sha256', key).update(message, 'utf8').digest('hex'));
+      }),
+    );
+  });
+});
+
+describe('checksumBytes', () => {
+  const HEX_64 = /^[0-9a-fA-F]{64}$/;
+  // Hex digits of both cases, their neighbours in ASCII, and characters whose low byte is a digit.
+  const unit = fc.constantFrom(...'0123456789abcdefABCDEF/:@G`g \u0130\u0161\u0e30'.split(''));
+
+  it('reads exactly 64 hex digits of either case, as Buffer.from(hex) does', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ unit, minLength: 63, maxLength: 65 }),
+          fc.stringMatching(/^[0-9a-fA-F]{64}$/),
+          fc.string(),
+        ),
+        (checksum) => {
+          const bytes = checksumBytes(checksum);
+          if (HEX_64.test(checksum)) expect(bytes?.equals(Buffer.from(checksum, 'hex'))).toBe(true);
+          else expect(bytes).toBeUndefined();
+        },
+      ),
+      { numRuns: 2000 },
     );
   });
 });

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isPayhookError, lexicalCanonicalJson, verifyChecksum } from '../src/index.js';
+import { lexicalEnvelope } from '../src/lexical-canonical-json.js';
 import { bodyWith, signText } from './fixtures/encode.js';
 
 describe('lexicalCanonicalJson', () => {
@@ -242,6 +243,16 @@ describe('lexicalCanonicalJson against a reference implementation', () => {
     );
   });
 
+  it('reads a body in the sender layout as its general loop reads the same body laid out otherwise', () => {
+    fc.assert(
+      fc.property(tree.node, fc.integer(), fc.string(), (value, seed, event) => {
+        const laidOut = envelope(event, randomSpelling(value, seeded(seed)));
+        expect(readEnvelope(laidOut), laidOut).toBe(readEnvelope(` ${laidOut}`));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('agrees with it on large bodies, one after another', () => {
     const rand = seeded(7);
     for (const n of [10, 3000, 200, 20_000]) {
@@ -258,5 +269,65 @@ describe('lexicalCanonicalJson against a reference implementation', () => {
         outcome(() => referenceLexical(duplicated)),
       );
     }
+  });
+});
+
+const CHECKSUM = 'a'.repeat(64);
+
+/** A body in the sender's layout (what `JSON.stringify` writes) with `data` spliced in as text. */
+function envelope(event: string, dataText: string): string {
+  return `{"event":${JSON.stringify(event)},"data":${dataText},"checksum":"${CHECKSUM}"}`;
+}
+
+/** What lexicalEnvelope makes of a body: the text of data, or the refusal's message. */
+function readEnvelope(text: string): string | undefined {
+  try {
+    return lexicalEnvelope(text).data;
+  } catch (error) {
+    return `refused: ${(error as Error).message}`;
+  }
+}
+
+describe('lexicalEnvelope', () => {
+  // Each body is also read with a space before it, which no sender-layout match accepts, so
+  // that the general loop reads it: both readings must agree.
+  it.each([
+    ['the sender layout, data canonical', envelope('x', '{"a":1,"b":[2]}'), '{"a":1,"b":[2]}'],
+    ['the sender layout, data out of order', envelope('x', '{"b":1,"a":2}'), '{"a":2,"b":1}'],
+    ['data with its own checksum key', envelope('x', '{"checksum":"1","z":2}'), '{"z":2}'],
+    ['a string as data, after a space', envelope('x', ' "y"'), '"y"'],
+    ['a number as data, after a newline', envelope('x', '\n12'), '12'],
+    ['data followed by a space', envelope('x', '{"a":1} '), '{"a":1}'],
+    ['an escaped event name', envelope('a"b\u00e9', '{"a":1}'), '{"a":1}'],
+    ['a member after checksum', `{"event":"x","data":{"a":1},"checksum":"${CHECKSUM}","extra":1}`, '{"a":1}'],
+    [
+      'a member between data and checksum',
+      `{"event":"x","data":[1],"more":{},"checksum":"${CHECKSUM}"}`,
+      '[1]',
+    ],
+    ['an escaped key', `{"\u0065vent":"x","data":{"a":1},"checksum":"${CHECKSUM}"}`, '{"a":1}'],
+    [
+      'a second data member',
+      `{"event":"x","data":{"a":1},"data":{"a":2},"checksum":"${CHECKSUM}"}`,
+      /"data" twice/,
+    ],
+    [
+      'a second event member',
+      `{"event":"x","data":{},"checksum":"${CHECKSUM}","event":"y"}`,
+      /"event" twice/,
+    ],
+    ['duplicate keys inside data', envelope('x', '{"a":1,"b":{"c":1,"c":2}}'), /"c" twice/],
+    [
+      'data 63 levels deep',
+      envelope('x', `${'['.repeat(63)}${']'.repeat(63)}`),
+      `${'['.repeat(63)}${']'.repeat(63)}`,
+    ],
+    ['data 64 levels deep', envelope('x', `${'['.repeat(64)}${']'.repeat(64)}`), /deeper than 64/],
+  ])('reads %s as its general loop does', (_name, body, expected) => {
+    JSON.parse(body); // lexicalEnvelope reads only what JSON.parse accepted
+    const read = readEnvelope(body);
+    expect(read).toBe(readEnvelope(` ${body}`));
+    if (typeof expected === 'string') expect(read).toBe(expected);
+    else expect(read).toMatch(expected);
   });
 });

@@ -3,6 +3,7 @@ import {
   createMemoryStore,
   createReceiver,
   DEFAULT_RETRY,
+  type HandlerContext,
   type IdempotencyStore,
   type Logger,
   type ReceiverRequest,
@@ -210,5 +211,68 @@ describe('handler context', () => {
     result.afterResponse?.();
     await receiver.idle();
     expect((reason as { code?: string }).code).toBe('handler_timeout');
+  });
+});
+
+describe('work queue', () => {
+  it('runs at most `concurrency` events at once, and idle() waits for every one', async () => {
+    const receiver = createReceiver({
+      businessIds: [BIZ],
+      allowAnyIp: true,
+      recoveryIntervalMs: 0,
+      concurrency: 2,
+    });
+    let running = 0;
+    let most = 0;
+    let done = 0;
+    receiver.onAny(async () => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      running--;
+      done++;
+    });
+    for (let i = 0; i < 6; i++) {
+      const result = await receiver.handle(request(createTestEvent('payment.session.created', BIZ)));
+      result.afterResponse?.();
+    }
+    await receiver.idle();
+    expect(done).toBe(6);
+    expect(most).toBe(2);
+  });
+
+  it('idle() resolves at once with nothing accepted, and waits for events not started yet', async () => {
+    const receiver = createReceiver({ businessIds: [BIZ], allowAnyIp: true, recoveryIntervalMs: 0 });
+    await receiver.idle();
+    const seen: number[] = [];
+    receiver.onAny((_event, context) => {
+      seen.push(context.attempt);
+    });
+    const result = await receiver.handle(request(createTestEvent('payment.session.created', BIZ)));
+    result.afterResponse?.();
+    // Workers start in the next check phase: idle() called now must wait for them.
+    await receiver.idle();
+    expect(seen).toEqual([1]);
+  });
+
+  it('hands every handler of an attempt one context: key, business id, attempt, one signal', async () => {
+    const receiver = createReceiver({ businessIds: [BIZ], allowAnyIp: true, recoveryIntervalMs: 0 });
+    const contexts: HandlerContext[] = [];
+    const signals: AbortSignal[] = [];
+    receiver.on('payment.session.created', (_event, context) => {
+      contexts.push(context);
+      signals.push(context.signal, context.signal);
+    });
+    receiver.onAny((_event, context) => {
+      contexts.push(context);
+    });
+    const event = createTestEvent('payment.session.created', BIZ);
+    (await receiver.handle(request(event))).afterResponse?.();
+    await receiver.idle();
+    expect(contexts).toHaveLength(2);
+    expect(contexts[0]).toBe(contexts[1]);
+    expect(contexts[0]).toMatchObject({ key: `${BIZ}:${event.checksum}`, businessId: BIZ, attempt: 1 });
+    expect(signals[0]).toBe(signals[1]);
+    expect(signals[0]?.aborted).toBe(false);
   });
 });

@@ -35,11 +35,13 @@ const plugin: FastifyPluginAsync<PayhookFastifyOptions> = async (fastify, option
   // and every other route keeps Fastify's own parsers.
   await fastify.register(async (scope: FastifyInstance) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser(
-      '*',
-      { parseAs: 'buffer', bodyLimit: receiver.maxBodyBytes },
-      (_req, body, done) => done(null, body),
-    );
+    const keepRaw = { parseAs: 'buffer', bodyLimit: receiver.maxBodyBytes } as const;
+    const raw = (_req: FastifyRequest, body: Buffer, done: (error: null, body: Buffer) => void) =>
+      done(null, body);
+    // JSON by name as well as the catch-all: Fastify caches the parser it finds for a content
+    // type by name, but looks the catch-all up afresh (parsing the header) on every request.
+    scope.addContentTypeParser('application/json', keepRaw, raw);
+    scope.addContentTypeParser('*', keepRaw, raw);
     scope.setErrorHandler((error: { statusCode?: number; code?: string }, request, reply) => {
       // Fastify's own refusals on this route (body too large, for instance) speak payhook's error
       // shape; anything else is a fault of this server, not of the request.

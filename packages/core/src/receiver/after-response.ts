@@ -17,10 +17,12 @@ export function runAfterResponse(res: ServerResponse, start: () => void): void {
     setImmediate(start);
     return;
   }
-  // One listener for both events (not two `once` wrappers): it runs on the first and removes itself.
+  // One listener for both events (not two `once` wrappers), which acts on the first and stays:
+  // the response is over by then, and taking listeners off again cost more than they ever will.
+  let started = false;
   const done = () => {
-    res.removeListener('finish', done);
-    res.removeListener('close', done);
+    if (started) return;
+    started = true;
     start();
   };
   res.on('finish', done);

@@ -26,36 +26,26 @@ export function readRawBody(req: BodyStream, maxBytes: number): Promise<Buffer> 
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let total = 0;
-    const cleanup = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('aborted', onAborted);
-    };
     const onData = (chunk: Buffer | string) => {
       const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
       total += buf.length;
       if (total > maxBytes) {
-        cleanup();
+        // Nothing more is counted: the stream is paused, and resumed later it finds no listener.
+        req.off('data', onData);
         req.pause();
         reject(tooLarge(maxBytes));
         return;
       }
       chunks.push(buf);
     };
-    const onEnd = () => {
-      cleanup();
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total));
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(new PayhookError('malformed_payload', 'The request body could not be read.', { cause: error }));
-    };
-    const onAborted = () => onError(new Error('request aborted'));
+    // The listeners stay once the body is read: the request is over, and taking four listeners
+    // off again cost more per request than they ever will. A later 'end' or 'error' settles
+    // nothing. An aborted request emits 'error' (Node 16 and later), so 'aborted' needs no listener.
     req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('aborted', onAborted);
+    req.on('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total)));
+    req.on('error', (error: Error) =>
+      reject(new PayhookError('malformed_payload', 'The request body could not be read.', { cause: error })),
+    );
     req.resume();
   });
 }
