@@ -7,8 +7,14 @@
  * the body read and parsed in the route, as @koa/bodyparser does, Fastify 5 with its own JSON
  * parser), so that every bare route handles the body the same way and each adapter is compared
  * with what the same endpoint costs without it. No other middleware on either side.
+ *
+ * A line `cpu` on stdin is answered with the process's CPU time so far (µs, user + system), so
+ * that the runner can work out what each request cost the server, whatever the load generator
+ * and the machine's neighbours took.
  */
+
 import type { AddressInfo } from 'node:net';
+import { createInterface } from 'node:readline';
 import { createReceiver } from '@payhook/core';
 import { payhook as expressPayhook } from '@payhook/express';
 import payhookFastify from '@payhook/fastify';
@@ -82,3 +88,8 @@ async function listen(): Promise<number> {
 
 const port = await listen();
 process.stdout.write(`${JSON.stringify({ port })}\n`);
+createInterface({ input: process.stdin }).on('line', (line) => {
+  if (line !== 'cpu') return;
+  const { user, system } = process.cpuUsage();
+  process.stdout.write(`${JSON.stringify({ cpuUs: user + system, handled })}\n`);
+});
