@@ -136,6 +136,22 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
         }
       });
 
+      /** A payment.session.failed handler that throws (its store is down) until `heal()`. */
+      function failingUntilHealed(receiver: Receiver) {
+        let healthy = false;
+        const handler = {
+          calls: 0,
+          heal: () => {
+            healthy = true;
+          },
+        };
+        receiver.on('payment.session.failed', () => {
+          handler.calls++;
+          if (!healthy) throw new Error('database down');
+        });
+        return handler;
+      }
+
       async function setup(options: Partial<ReceiverOptions> = {}, host = '127.0.0.1') {
         const seen: Seen = { events: [], unrecognized: [], errors: [], dead: [] };
         const receiver = createReceiver({
@@ -316,23 +332,18 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
 
       it('acknowledges, retries, then dead-letters a handler that throws; replay runs it again', async () => {
         const { receiver, post, seen } = await setup();
-        let calls = 0;
-        let healthy = false;
-        receiver.on('payment.session.failed', () => {
-          calls++;
-          if (!healthy) throw new Error('database down');
-        });
+        const handler = failingUntilHealed(receiver);
         const res = await post(validBody('payment.session.failed' as never));
         expect(res.status).toBe(200);
         await receiver.idle();
-        expect(calls).toBe(3);
+        expect(handler.calls).toBe(3);
         expect(seen.dead).toHaveLength(1);
         expect(seen.dead[0]?.attempts).toBe(3);
         expect(seen.errors.filter((e) => e.info.phase === 'handler')).toHaveLength(3);
-        healthy = true;
+        handler.heal();
         expect(await receiver.replay(seen.dead[0]?.key as string)).toEqual({ status: 'replayed' });
         await receiver.idle();
-        expect(calls).toBe(4);
+        expect(handler.calls).toBe(4);
         expect(await receiver.replay(seen.dead[0]?.key as string)).toEqual({
           status: 'not_failed',
           state: 'done',
@@ -341,27 +352,22 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
 
       it('claims a dead-lettered event again when it is delivered again, and processes it', async () => {
         const { receiver, post, seen } = await setup();
-        let calls = 0;
-        let healthy = false;
-        receiver.on('payment.session.failed', () => {
-          calls++;
-          if (!healthy) throw new Error('database down');
-        });
+        const handler = failingUntilHealed(receiver);
         const body = validBody('payment.session.failed' as never);
         const first = await post(body);
         expect(first.status).toBe(200);
         expect(await json(first)).toEqual({ received: true });
         await receiver.idle();
-        expect(calls).toBe(3);
+        expect(handler.calls).toBe(3);
         expect(seen.dead).toHaveLength(1);
         // The sender saw the 200 but delivers the same bytes again (a manual redelivery, say):
         // a second chance, not a duplicate.
-        healthy = true;
+        handler.heal();
         const again = await post(body);
         expect(again.status).toBe(200);
         expect(await json(again)).toEqual({ received: true });
         await receiver.idle();
-        expect(calls).toBe(4);
+        expect(handler.calls).toBe(4);
         expect(seen.events).toHaveLength(4);
         expect(seen.events[3]).toEqual(JSON.parse(body));
         expect(seen.dead).toHaveLength(1);
@@ -370,17 +376,12 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
         expect(third.status).toBe(200);
         expect(await json(third)).toEqual({ received: true, duplicate: true });
         await receiver.idle();
-        expect(calls).toBe(4);
+        expect(handler.calls).toBe(4);
       });
 
       it('claims a failed event again even while its dead-letter callback still runs', async () => {
         const { receiver, post, seen } = await setup({ retry: { attempts: 1 } });
-        let calls = 0;
-        let healthy = false;
-        receiver.on('payment.session.failed', () => {
-          calls++;
-          if (!healthy) throw new Error('database down');
-        });
+        const handler = failingUntilHealed(receiver);
         let release: () => void = () => {};
         receiver.onDeadLetter(
           () =>
@@ -392,11 +393,11 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
         expect((await post(body)).status).toBe(200);
         // The store has the event as failed; the (slow) dead-letter callback is still running.
         await waitFor(() => seen.dead.length === 1, 'the dead letter');
-        healthy = true;
+        handler.heal();
         const again = await post(body);
         expect(again.status).toBe(200);
         expect(await json(again)).toEqual({ received: true });
-        await waitFor(() => calls === 2, 'the second chance');
+        await waitFor(() => handler.calls === 2, 'the second chance');
         release();
         await receiver.idle();
         expect(seen.dead).toHaveLength(1);

@@ -180,6 +180,38 @@ describe.each(['pglite', 'postgres'] as const)('sender API on %s', { timeout: 60
     expect(missing.status).toBe(404);
     expect((await json(missing)).error?.code).toBe('not_found');
   });
+
+  it('answers 400 invalid_request to a NUL character in a body, a key, a query or a path (no stored text can hold one)', async () => {
+    const customer = (first: string) =>
+      JSON.stringify({
+        first_name: first,
+        last_name: 'Obi',
+        email: 'ada@example.com',
+        phone_number: '+2348012345678',
+        billing_address: {
+          line1: '1',
+          line2: '',
+          city: 'Lagos',
+          state: 'Lagos',
+          zip_code: '1',
+          country: 'NG',
+        },
+      });
+    const refused = [
+      await call('POST', '/customers', KEY_A, customer('A\u0000da')),
+      await call('PATCH', '/accounts/settings', KEY_A, '{"require_mfa":false,"x\\u0000":1}'),
+      await call('GET', '/events?type=payment%00', KEY_A),
+      await call('GET', '/events/%00', KEY_A),
+    ];
+    for (const res of refused) {
+      expect(res.status).toBe(400);
+      expect((await json(res)).error?.code).toBe('invalid_request');
+    }
+    // A backslash followed by "u0000" as text is no NUL: it is stored as sent.
+    const literal = await call('POST', '/customers', KEY_A, customer('A\\u0000da'));
+    expect(literal.status).toBe(201);
+    expect(((await literal.json()) as { data: { first_name: string } }).data.first_name).toBe('A\\u0000da');
+  });
 });
 
 describe('loadConfig', () => {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, loadConfig } from '../src/index.js';
+import { ngnBeneficiary } from './fixtures/requests.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
 const address = {
@@ -11,14 +12,7 @@ const address = {
   country: 'US',
   zip_code: '73301',
 };
-const ngn = {
-  type: 'bank_account',
-  currency: 'NGN',
-  account_name: 'Adaeze Okafor',
-  account_number: '0123456789',
-  bank_name: 'GTBank',
-  bank_code: '058',
-};
+const ngn = ngnBeneficiary;
 const usd = {
   type: 'bank_account',
   currency: 'USD',

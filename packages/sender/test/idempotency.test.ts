@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ABANDONED_AFTER_SECONDS, requestHash } from '../src/http/idempotency.js';
 import { buildApp, type Database, loadConfig, type Schema } from '../src/index.js';
+import { ngnBeneficiary } from './fixtures/requests.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
 /**
@@ -254,17 +255,7 @@ describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeou
 
   it.each([
     ['/customers', body.customer],
-    [
-      '/beneficiaries',
-      {
-        type: 'bank_account',
-        currency: 'NGN',
-        account_name: 'Adaeze Okafor',
-        account_number: '0123456789',
-        bank_name: 'GTBank',
-        bank_code: '058',
-      },
-    ],
+    ['/beneficiaries', ngnBeneficiary],
   ])(
     'stores the response of POST %s in the transaction that creates it: a retry after the commit replays it',
     async (path, payload) => {

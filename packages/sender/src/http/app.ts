@@ -41,6 +41,22 @@ const PUBLIC_PATHS = new Set(['/healthz', '/openapi.json', '/docs', '/metrics'])
 // The UI's assets, and the sandbox pages a payer's browser opens from capture links.
 const PUBLIC_PREFIXES = ['/docs/', '/sandbox/pay/', '/sandbox/qr/'];
 
+/** The answer to a request whose text holds a NUL character, which no stored text can hold. */
+const nulInRequest = () =>
+  new ApiError(
+    400,
+    'invalid_request',
+    'The request holds a NUL character (\\u0000), which no field may contain.',
+  );
+
+/** True if `value` (parsed JSON) holds a string, key or value, with a NUL character. */
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\0');
+  if (value === null || typeof value !== 'object') return false;
+  for (const [key, item] of Object.entries(value)) if (key.includes('\0') || holdsNul(item)) return true;
+  return false;
+}
+
 /**
  * Builds the sender's HTTP service: JSON Schema validation without type coercion of bodies, one
  * error handler for every error (Fastify's own 404, 413, 415 and schema failures included), and
@@ -70,8 +86,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body.toString();
-    if (text === '') done(null, undefined);
-    else parseJson(request, text, done);
+    if (text === '') {
+      done(null, undefined);
+      return;
+    }
+    parseJson(request, text, (error: Error | null, value?: unknown) => {
+      // PostgreSQL text cannot hold NUL: a string with one is refused here, not failed on at write.
+      if (!error && /\\u0000/i.test(text) && holdsNul(value)) done(nulInRequest());
+      else done(error, value);
+    });
   });
   app.decorateRequest('principal', undefined as unknown as Principal);
   app.setErrorHandler((error, request, reply) => {
@@ -87,6 +110,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       );
   });
   app.addHook('onRequest', async (request) => {
+    if (/%00/.test(request.url)) throw nulInRequest();
     const path = request.url.split('?')[0] as string;
     if (PUBLIC_PATHS.has(path) || PUBLIC_PREFIXES.some((prefix) => path.startsWith(prefix))) return;
     const header = request.headers.authorization ?? '';

@@ -17,6 +17,17 @@ type CustomerRow = {
   micros: string;
 };
 
+/** The columns a customer is answered with, as created and as listed. */
+const CUSTOMER_COLUMNS = [
+  'id',
+  'first_name',
+  'last_name',
+  'email',
+  'phone_number',
+  'billing_address',
+  microsColumn.as('micros'),
+] as const;
+
 const toCustomer = (row: CustomerRow) => ({
   id: row.id,
   first_name: row.first_name,
@@ -50,15 +61,7 @@ export const customerRoutes: FastifyPluginAsync<{ database: Database }> = async 
             phone_number: body.phone_number,
             billing_address: JSON.stringify(body.billing_address),
           })
-          .returning([
-            'id',
-            'first_name',
-            'last_name',
-            'email',
-            'phone_number',
-            'billing_address',
-            microsColumn.as('micros'),
-          ])
+          .returning(CUSTOMER_COLUMNS)
           .executeTakeFirstOrThrow();
         const created = { data: toCustomer(row) };
         await storeResponse(tx, request, reply, 201, created);
@@ -82,15 +85,7 @@ export const customerRoutes: FastifyPluginAsync<{ database: Database }> = async 
       const { rows, pagination } = await keysetPage<CustomerRow>(request.query, (where, order, limit) => {
         let q = db
           .selectFrom('customers')
-          .select([
-            'id',
-            'first_name',
-            'last_name',
-            'email',
-            'phone_number',
-            'billing_address',
-            microsColumn.as('micros'),
-          ])
+          .select(CUSTOMER_COLUMNS)
           .where('business_id', '=', businessId)
           .where('mode', '=', mode)
           .orderBy('created_at', order)
