@@ -1,15 +1,17 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { appliedMigrations, DataDirLockedError, openDatabase } from '../src/index.js';
 
-import { dropSchema, TEST_DATABASE_URL } from './fixtures/storage.js';
+import { dropSchema, openTestDatabase, TEST_DATABASE_URL } from './fixtures/storage.js';
 
 const MIGRATIONS = [
   '0001_keys_and_settings',
@@ -139,5 +141,54 @@ describe('openDatabase', { timeout: 60_000 }, () => {
     await expect(openDatabase({ url: TEST_DATABASE_URL, schema: 'x; drop table y' })).rejects.toThrow(
       TypeError,
     );
+  });
+});
+
+describe.each(['postgres', 'pglite'] as const)('the delivery worker statements on %s', (storage) => {
+  it('plan as index lookups even on a table too small for an index to pay, and leave other statements alone', async () => {
+    if (storage === 'postgres') await reachPostgres();
+    const { database, cleanup } = await openTestDatabase(storage, 'planner');
+    try {
+      const { db } = database;
+      const event = randomUUID();
+      await db
+        .insertInto('events')
+        .values({ id: event, business_id: 'b', mode: 'test', type: 't', payment_id: null, payload: '{}' })
+        .execute();
+      await sql`
+        insert into deliveries (event_id, url)
+        select ${event}::uuid, 'https://m.example/' from generate_series(1, 50)`.execute(db);
+      await sql`analyze deliveries`.execute(db);
+      // The shapes of the worker's claim (a walk of the due index, in its order) and of its
+      // attempt records (deliveries joined by key to a batch of JSON rows).
+      const claim = sql`
+        select id from deliveries where status = 'pending' and next_attempt_at <= now()
+        order by next_attempt_at limit 32 for update skip locked`;
+      const record = sql`
+        update deliveries d set attempts = d.attempts + 1
+        from json_to_recordset(${JSON.stringify([{ id: randomUUID() }])}::json) as v(id uuid)
+        where d.id = v.id`;
+      const plan = async (run: (q: typeof claim) => Promise<{ rows: unknown[] }>, query: typeof claim) =>
+        (await run(sql`explain ${query}`)).rows.map((r) => Object.values(r as object)[0]).join('\n');
+      const plain = (q: typeof claim) => q.execute(db);
+      const worker = (q: typeof claim) => database.delivery((wdb) => q.execute(wdb));
+
+      // Fifty rows fit a page: the planner's own choice reads the whole table.
+      expect(await plan(plain, record)).toMatch(/Seq Scan on deliveries/);
+      expect(await plan(plain, claim)).not.toMatch(/Index Scan using deliveries_due/);
+      // The worker's statements keep the plans that stay cheap however the table grows.
+      const claimPlan = await plan(worker, claim);
+      expect(claimPlan).toMatch(/Index Scan using deliveries_due/);
+      expect(claimPlan).not.toMatch(/Seq Scan|Bitmap|Sort/);
+      const recordPlan = await plan(worker, record);
+      expect(recordPlan).toMatch(/Index Scan using deliveries_pkey/);
+      expect(recordPlan).not.toMatch(/Seq Scan on deliveries|Hash Join|Merge Join/);
+      // On PGlite the settings were local to the worker's transaction; the API's session keeps its own.
+      expect((await sql<{ enable_seqscan: string }>`show enable_seqscan`.execute(db)).rows).toEqual([
+        { enable_seqscan: 'on' },
+      ]);
+    } finally {
+      await cleanup();
+    }
   });
 });

@@ -83,7 +83,6 @@ function positive(name: string, value: number | undefined, fallback: number): nu
  */
 export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { database, metrics } = options;
-  const db = database.deliveryDb;
   const concurrency = positive('concurrency', options.concurrency, 32);
   const perUrl = positive('perUrlConcurrency', options.perUrlConcurrency, 4);
   const leaseMs = positive('leaseMs', options.leaseMs, 60_000);
@@ -132,13 +131,15 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
    * must not be sent twice from here).
    */
   function claim(limit: number): Promise<Claim[]> {
-    return claimDeliveries(db, {
-      now: now(),
-      leaseMs,
-      limit,
-      skipUrls: [...perUrlHeld].filter(([, n]) => n >= urlCapacity).map(([url]) => url),
-      skipIds: [...inFlight.keys()],
-    });
+    return database.delivery((db) =>
+      claimDeliveries(db, {
+        now: now(),
+        leaseMs,
+        limit,
+        skipUrls: [...perUrlHeld].filter(([, n]) => n >= urlCapacity).map(([url]) => url),
+        skipIds: [...inFlight.keys()],
+      }),
+    );
   }
 
   const count = (map: Map<string, number>, url: string, by: number) => {
@@ -147,12 +148,23 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     else map.set(url, n);
   };
 
+  /**
+   * Sets the due time of the deliveries these claims still hold: found by their keys (the primary
+   * key's index), changed only where the claim's token still matches.
+   */
+  function setDue(claims: readonly Claim[], due: Date, release: boolean): Promise<unknown> {
+    return database.delivery((db) =>
+      sql`${sql.raw(PREPARE)}
+        update deliveries
+        set next_attempt_at = ${due}, claim_token = case when ${release} then null else claim_token end
+        where id = any(${claims.map((c) => c.id)}::uuid[])
+          and claim_token = any(${claims.map((c) => c.token)}::uuid[]) and status = 'pending'`.execute(db),
+    );
+  }
+
   /** Gives claims back at once (a URL over its limit, or a shutdown): due again, unclaimed. */
   async function release(claims: readonly Claim[]): Promise<void> {
-    if (claims.length === 0) return;
-    await sql`
-      update deliveries set claim_token = null, next_attempt_at = ${now()}
-      where claim_token = any(${claims.map((c) => c.token)}::uuid[]) and status = 'pending'`.execute(db);
+    if (claims.length > 0) await setDue(claims, now(), true);
   }
 
   /**
@@ -160,11 +172,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
    * instance takes over a delivery that is still being attempted.
    */
   async function renew(): Promise<void> {
-    const tokens = [...inFlight.values()].map((f) => f.claim.token);
-    if (tokens.length === 0) return;
-    await sql`
-      update deliveries set next_attempt_at = ${new Date(now().getTime() + leaseMs)}
-      where claim_token = any(${tokens}::uuid[]) and status = 'pending'`.execute(db);
+    const claims = [...inFlight.values()].map((f) => f.claim);
+    if (claims.length > 0) await setDue(claims, new Date(now().getTime() + leaseMs), false);
   }
 
   function renewWhileBusy(): void {
@@ -254,7 +263,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         response_body: text(r.outcome.responseBody),
       })),
     );
-    const result = await sql<{ id: string }>`${sql.raw(PREPARE)}
+    const statement = sql<{ id: string }>`${sql.raw(PREPARE)}
       with v as (
         select * from json_to_recordset(${values}::json) as v(
           id uuid, token uuid, status text, attempts integer, first_attempt_at timestamptz,
@@ -269,14 +278,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
             finished_at = case when v.next_attempt_at is null then ${finishedAt}::timestamptz end
         from v
         where d.id = v.id and d.claim_token = v.token
-        returning d.id
+        returning v.id, v.attempts, v.url, v.started_at, v.latency_ms, v.status_code, v.response_body,
+                  v.error_code, v.error_message
       )
       insert into delivery_attempts
         (delivery_id, attempt, url, started_at, latency_ms, status_code, response_body, error_code, error_message)
-      select v.id, v.attempts, v.url, v.started_at, v.latency_ms, v.status_code, v.response_body, v.error_code,
-             v.error_message
-      from v join kept on kept.id = v.id
-      returning delivery_id as id`.execute(db);
+      select * from kept
+      returning delivery_id as id`;
+    const result = await database.delivery((db) => statement.execute(db));
     const kept = new Set(result.rows.map((r) => r.id));
     for (const r of rows) {
       if (!kept.has(r.claim.id)) {
