@@ -4,8 +4,7 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import type { Readable } from 'node:stream';
-import { Agent, request } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { classifyAddress } from '../net/public-address.js';
 import { checkWebhookUrl, type Resolver, systemResolver, type WebhookUrlCheck } from '../net/webhook-url.js';
 
@@ -277,26 +276,27 @@ export function createDeliveryClient(options: DeliveryClientOptions = {}): Deliv
     });
 
     let host = delivery.url;
-    let statusCode: number | null = null;
-    // Filled as the body arrives, so that an attempt timing out mid-body still records what came.
-    const received: Buffer[] = [];
-    const controller = new AbortController();
+    // Filled as the response arrives, so that an attempt timing out mid-body still records what came.
+    const response: ResponseState = { statusCode: null, location: undefined, chunks: [], size: 0 };
     let timedOut = false;
-    // Started before the URL check: the resolver is part of the attempt and may hang too.
+    /** Ends the attempt's current step when the deadline passes: the URL check, then the exchange. */
+    let onTimeout = () => {};
+    // Started before the URL check: the resolver is part of the attempt and may hang too. One
+    // timer, not an AbortSignal: a signal and the listeners undici hangs on it cost more than the
+    // rest of the client's own work per attempt.
     const timer = setTimeout(() => {
       timedOut = true;
-      controller.abort();
+      onTimeout();
     }, totalTimeoutMs);
 
     try {
-      const check =
-        literalChecks.get(delivery.url) ??
-        (await Promise.race([
-          checkUrl(delivery.url),
-          new Promise<never>((_, reject) =>
-            controller.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
-          ),
-        ]));
+      let check = literalChecks.get(delivery.url);
+      if (check === undefined) {
+        check = await new Promise<WebhookUrlCheck>((resolve, reject) => {
+          onTimeout = () => reject(new Error('aborted'));
+          checkUrl(delivery.url).then(resolve, reject);
+        });
+      }
       if (!check.ok) {
         return finish({
           ok: false,
@@ -308,22 +308,31 @@ export function createDeliveryClient(options: DeliveryClientOptions = {}): Deliv
       host = check.url.host;
 
       const headers: Record<string, string> = { 'user-agent': userAgent };
-      for (const [name, value] of Object.entries(delivery.headers ?? {})) headers[name.toLowerCase()] = value;
+      for (const name in delivery.headers) headers[name.toLowerCase()] = delivery.headers[name] as string;
       headers['content-type'] = 'application/json';
 
-      const response = await request(check.url, {
-        dispatcher: agent,
-        method: 'POST',
-        headers,
-        body: delivery.body,
-        signal: controller.signal,
-      });
-      statusCode = response.statusCode;
-      const complete = await readCapped(response.body, maxResponseBytes, received);
+      const complete = await exchange(
+        agent,
+        {
+          origin: check.url.origin,
+          path: check.url.pathname + check.url.search,
+          method: 'POST',
+          headers,
+          body: delivery.body,
+        },
+        response,
+        maxResponseBytes,
+        (stop) => {
+          onTimeout = stop;
+          // The deadline may have passed between the check and here.
+          if (timedOut) stop();
+        },
+      );
+      const statusCode = response.statusCode as number;
       const outcome = finish({
         statusCode,
-        responseBody: decodeCapped(received, maxResponseBytes),
-        ...judgeStatus(host, statusCode, response.headers.location),
+        responseBody: decodeCapped(response.chunks, maxResponseBytes),
+        ...judgeStatus(host, statusCode, response.location),
       });
       if (complete) {
         // undici hands a kept-alive socket back to its pool one event-loop turn after the response
@@ -335,8 +344,8 @@ export function createDeliveryClient(options: DeliveryClientOptions = {}): Deliv
     } catch (error) {
       return finish({
         ok: false,
-        statusCode,
-        responseBody: decodeCapped(received, maxResponseBytes),
+        statusCode: response.statusCode,
+        responseBody: decodeCapped(response.chunks, maxResponseBytes),
         error: describeError(error, { host, timedOut, totalTimeoutMs, connectTimeoutMs }),
       });
     } finally {
@@ -377,36 +386,81 @@ function judgeStatus(
   };
 }
 
+/** What an exchange has received so far. */
+interface ResponseState {
+  statusCode: number | null;
+  location: string | string[] | undefined;
+  /** The first chunks of the body, up to just past the limit. */
+  chunks: Buffer[];
+  size: number;
+}
+
+/** Ends an exchange on purpose: the body passed its limit, or the attempt's deadline came. */
+class StopExchange extends Error {}
+
 /**
- * Reads at most `limit` bytes of a body into `chunks`, then destroys the stream so that a huge or
- * endless body costs nothing more (the connection is dropped rather than drained). Returns true
- * when the body was read to its end, which leaves the connection in the pool.
+ * Makes one request through undici's dispatcher and reads the response into `response`: at most
+ * `limit` bytes of its body, after which the exchange is aborted so that a huge or endless body
+ * costs nothing more (the connection is dropped rather than drained). Resolves with true when the
+ * body was read to its end, which leaves the connection in the pool, and false when it stopped at
+ * the limit; rejects with the transport's error. `register` receives, at once, the function that
+ * stops the exchange at the attempt's deadline: it rejects at once and aborts the request, now if
+ * undici has started it or as soon as it does (a request still connecting or queued).
+ *
+ * The dispatcher rather than `request()`: no response stream to make and read per attempt, and no
+ * AbortSignal, which together cost more than the HTTP exchange itself.
  */
-function readCapped(body: Readable, limit: number, chunks: Buffer[]): Promise<boolean> {
-  // Events rather than `for await`: an async iterator per response cost more than the read.
+function exchange(
+  agent: Agent,
+  options: Dispatcher.DispatchOptions,
+  response: ResponseState,
+  limit: number,
+  register: (stop: () => void) => void,
+): Promise<boolean> {
   return new Promise((resolve, reject) => {
-    let size = 0;
+    let capped = false;
     let settled = false;
-    const settle = (complete: boolean, error?: unknown) => {
+    let stopped = false;
+    let abort: (() => void) | undefined;
+    const settle = (complete: boolean, error?: Error) => {
       if (settled) return;
       settled = true;
-      body.off('data', onData);
-      if (error !== undefined) reject(error);
+      if (error && !(error instanceof StopExchange && capped)) reject(error);
       else resolve(complete);
     };
-    const onData = (chunk: Buffer) => {
-      chunks.push(chunk);
-      size += chunk.length;
-      // Stopping early destroys the stream, and with it the connection.
-      if (size > limit) {
-        settle(false);
-        body.destroy();
-      }
-    };
-    body.on('data', onData);
-    body.once('end', () => settle(true));
-    body.once('error', (error) => settle(false, error));
-    body.once('close', () => settle(false, new Error('the response ended before its body')));
+    register(() => {
+      stopped = true;
+      abort?.();
+      settle(false, new StopExchange('the attempt timed out'));
+    });
+    agent.dispatch(options, {
+      onRequestStart(controller) {
+        abort = () => controller.abort(new StopExchange('the attempt timed out'));
+        if (stopped) abort();
+      },
+      onResponseStart(_controller, statusCode, headers) {
+        // Informational (1xx) heads come before the real one.
+        if (statusCode < 200) return;
+        response.statusCode = statusCode;
+        response.location = headers.location;
+      },
+      onResponseData(controller, chunk) {
+        if (capped) return;
+        response.chunks.push(chunk);
+        response.size += chunk.length;
+        if (response.size > limit) {
+          capped = true;
+          controller.abort(new StopExchange('the response body passed its limit'));
+          settle(false);
+        }
+      },
+      onResponseEnd() {
+        settle(true);
+      },
+      onResponseError(_controller, error) {
+        settle(false, error);
+      },
+    });
   });
 }
 
