@@ -25,6 +25,9 @@
  * shared cores, where the receiver and PostgreSQL take their share, those say where the time goes. undici is not a dependency of bench/, so it is loaded from @payhook/sender's own
  * dependencies (createRequire), the same copy the delivery client uses.
  *
+ * The sender is loaded as built: the script runs with TSX_TSCONFIG_PATH=tsconfig.base.json, whose
+ * lack of `paths` resolves `@payhook/*` to the packages' `dist` (the receiver's child inherits it).
+ *
  * Claim latency: the deliveries table is filled with pending rows due now, all referencing one
  * event (`insert ... select ... from generate_series`), then analyzed; the worker's claim
  * statement (`claimDeliveries`, as the worker runs it: `with due as (... for update skip locked)
