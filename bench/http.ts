@@ -25,7 +25,7 @@ import { BENCH_BUSINESS_ID, printTable, writeResults } from './lib.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5);
 const CONNECTIONS = 50;
-const BODIES = Number(process.env.BENCH_BODIES ?? 150_000);
+const BODIES = Number(process.env.BENCH_BODIES ?? 300_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const BUILT = fileURLToPath(new URL('../tsconfig.base.json', import.meta.url));
 
