@@ -22,6 +22,7 @@ const MIGRATIONS = [
   '0006_idempotency_keys',
   '0007_delivery',
   '0008_attempt_key',
+  '0009_url_due',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];
@@ -183,6 +184,8 @@ describe.each(['postgres', 'pglite'] as const)('the delivery worker statements o
       const recordPlan = await plan(worker, record);
       expect(recordPlan).toMatch(/Index Scan using deliveries_pkey/);
       expect(recordPlan).not.toMatch(/Seq Scan on deliveries|Hash Join|Merge Join/);
+      // No LLVM compilation of a statement whose only plan includes a disabled step.
+      expect((await database.delivery((wdb) => sql`show jit`.execute(wdb))).rows).toEqual([{ jit: 'off' }]);
       // On PGlite the settings were local to the worker's transaction; the API's session keeps its own.
       expect((await sql<{ enable_seqscan: string }>`show enable_seqscan`.execute(db)).rows).toEqual([
         { enable_seqscan: 'on' },

@@ -88,7 +88,6 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const leaseMs = positive('leaseMs', options.leaseMs, 60_000);
   const pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs, 1000);
   const graceMs = options.shutdownGraceMs ?? 10_000;
-  const refill = Math.max(1, Math.floor(concurrency / 2));
   const now = options.now ?? (() => new Date());
   const random = options.random ?? Math.random;
   const log = options.logger ?? silent;
@@ -104,8 +103,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   /**
    * Claimed ahead, waiting for a slot, in due order. A claim is a round trip to the database: were
    * slots filled only as they free up, each claim would serve a handful of attempts and the
-   * attempts would wait on it. Up to `concurrency` rows (and twice the per-URL limit for one URL)
-   * are held ready instead, so a freed slot starts its next attempt at once.
+   * attempts would wait on it. Up to three times `concurrency` rows (and three times the per-URL
+   * limit for one URL) are held ready instead, so a freed slot starts its next attempt at once,
+   * and a claim is made when a quarter of that capacity is free, so that each claim serves many
+   * attempts.
    */
   let ready: Claim[] = [];
   /** Attempts being sent: what `concurrency` limits. */
@@ -114,10 +115,11 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let begun = 0;
   /** Attempts being sent, per URL: what `perUrlConcurrency` limits. */
   const perUrlCount = new Map<string, number>();
-  /** Rows held per URL, being sent or ready: a claim leaves out the URLs with twice their limit. */
+  /** Rows held per URL, being sent or ready: at most four times the per-URL limit. */
   const perUrlHeld = new Map<string, number>();
-  const capacity = 2 * concurrency;
-  const urlCapacity = 2 * perUrl;
+  const capacity = 4 * concurrency;
+  const refill = concurrency;
+  const urlCapacity = 4 * perUrl;
   let stopping = false;
   let timer: NodeJS.Timeout | undefined;
   let renewal: NodeJS.Timeout | undefined;
@@ -126,9 +128,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let again = false;
 
   /**
-   * Claims up to `limit` due deliveries, skipping URLs that hold as many rows as they may and the
-   * deliveries this worker holds already (their lease is renewed, but a row whose renewal is late
-   * must not be sent twice from here).
+   * Claims up to `limit` due deliveries, at most as many of a URL as it may still hold (none of a
+   * URL that holds all it may), leaving out the deliveries this worker holds already (their lease
+   * is renewed, but a row whose renewal is late must not be sent twice from here).
    */
   function claim(limit: number): Promise<Claim[]> {
     return database.delivery((db) =>
@@ -136,7 +138,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         now: now(),
         leaseMs,
         limit,
-        skipUrls: [...perUrlHeld].filter(([, n]) => n >= urlCapacity).map(([url]) => url),
+        // Per-URL limits only where a claim of `limit` rows could give some URL more than it may
+        // still hold: the plain walk of the due index costs less.
+        ...(limit > urlCapacity - Math.max(0, ...perUrlHeld.values())
+          ? {
+              perUrlLimit: urlCapacity,
+              urlLimits: new Map([...perUrlHeld].map(([url, n]) => [url, urlCapacity - n])),
+            }
+          : {}),
         skipIds: [...inFlight.keys()],
       }),
     );
@@ -392,7 +401,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       }
       renewWhileBusy();
       started += startReady();
-      // Rows of a URL that holds all it may go back at once; that URL is left out of the next claim.
+      // The claim kept every URL within its share; rows claimed as the worker stops go back at once.
       await release(over);
       if (claims.length < room) break;
     }
