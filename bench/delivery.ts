@@ -30,11 +30,10 @@
  *
  * Claim latency: the deliveries table is filled with pending rows due now, all referencing one
  * event (`insert ... select ... from generate_series`), then analyzed; the worker's claim
- * statement (`claimDeliveries` on the worker's connections, `database.delivery`, limit 32), in
- * both its forms (a walk of the due index; and each URL's due rows up to a per-URL limit of 16,
- * the form a worker uses when a claim could give one URL more than its share), runs BENCH_CLAIMS
- * times (default 200) each, in a transaction that is rolled back so that the table keeps its size;
- * p50 and p99 at 10,000, then at 1,000,000 pending. The target holds for both forms.
+ * statement (`claimDeliveries` on the worker's connections, `database.delivery`: `with due as (...
+ * for update skip locked) update ... returning`, limit 32, no saturated URLs) runs BENCH_CLAIMS
+ * times (default 200), each in a transaction that is rolled back so that the table keeps its
+ * size; p50 and p99 at 10,000, then at 1,000,000 pending.
  * On PGlite the table grows by 100,000 rows at a time and stops at 1,000,000 or when filling
  * exceeds BENCH_PGLITE_FILL_S seconds (default 120), whichever comes first; the size reached is
  * reported.
@@ -72,8 +71,6 @@ const WARMUP = 500;
 const CONCURRENCY = 32;
 const CLAIMS = Number(process.env.BENCH_CLAIMS ?? 200);
 const CLAIM_LIMIT = 32;
-/** The per-URL limit of the claim's other form (the worker's default: four times 4). */
-const PER_URL_CLAIM_LIMIT = 16;
 const PGLITE_FILL_S = Number(process.env.BENCH_PGLITE_FILL_S ?? 120);
 const TARGET_THROUGHPUT = 0.5;
 const TARGET_CLAIM = 2;
@@ -266,19 +263,14 @@ const quantile = (sorted: number[], q: number) =>
 class Rollback extends Error {}
 
 /** The worker's claim query (worker.ts, no saturated URLs), timed inside rolled-back transactions. */
-async function claimLatency(database: Database, perUrlLimit?: number): Promise<ClaimLatency> {
+async function claimLatency(database: Database): Promise<ClaimLatency> {
   const times: number[] = [];
   let claimed = 0;
   for (let i = 0; i < CLAIMS + 10; i++) {
     const body = async (tx: Parameters<typeof claimDeliveries>[0]) => {
       const at = new Date();
       const t0 = performance.now();
-      const rows = await claimDeliveries(tx, {
-        now: at,
-        leaseMs: 60_000,
-        limit: CLAIM_LIMIT,
-        ...(perUrlLimit === undefined ? {} : { perUrlLimit }),
-      });
+      const rows = await claimDeliveries(tx, { now: at, leaseMs: 60_000, limit: CLAIM_LIMIT });
       const ms = performance.now() - t0;
       if (i >= 10) {
         times.push(ms); // the first 10 are a warm-up
@@ -308,7 +300,7 @@ async function fillPending(database: Database, eventId: string, url: string, cou
 }
 
 type ClaimLatency = { p50: number; p99: number; claimed: number };
-type ClaimRow = ClaimLatency & { pending: number; fillSeconds: number; perUrl: ClaimLatency };
+type ClaimRow = ClaimLatency & { pending: number; fillSeconds: number };
 
 async function claimSizes(database: Database, storage: Storage, url: string): Promise<ClaimRow[]> {
   // What the throughput run left is delivered: the partial due index holds pending rows only.
@@ -335,13 +327,7 @@ async function claimSizes(database: Database, storage: Storage, url: string): Pr
       storage === 'pglite' ? 100_000 : 250_000,
       storage === 'pglite' ? PGLITE_FILL_S : Infinity,
     );
-    out.push({
-      pending,
-      fillSeconds,
-      ...(await claimLatency(database)),
-      // The form a worker uses when a claim could give one URL more than its share.
-      perUrl: await claimLatency(database, PER_URL_CLAIM_LIMIT),
-    });
+    out.push({ pending, fillSeconds, ...(await claimLatency(database)) });
   }
   return out;
 }
@@ -395,8 +381,7 @@ async function measure(storage: Storage, where: string): Promise<Result> {
       statuses,
       received: await receiver.stop(),
       claim,
-      // Both forms of the claim are held to the target.
-      claimRatio: Math.max(large.p50 / small.p50, large.perUrl.p50 / small.perUrl.p50),
+      claimRatio: large.p50 / small.p50,
     };
   } finally {
     await database.close();
@@ -457,27 +442,10 @@ async function main(): Promise<void> {
         ms(c.p99),
         String(c.claimed),
         (c.p50 / (r.claim[0] as ClaimRow).p50).toFixed(2),
-        ms(c.perUrl.p50),
-        ms(c.perUrl.p99),
-        (c.perUrl.p50 / (r.claim[0] as ClaimRow).perUrl.p50).toFixed(2),
       ]);
     }
   }
-  printTable(
-    [
-      'storage',
-      'pending',
-      'filled in',
-      'claim p50',
-      'claim p99',
-      'rows',
-      'x p50',
-      'per-URL p50',
-      'per-URL p99',
-      'x p50',
-    ],
-    claimRows,
-  );
+  printTable(['storage', 'pending', 'filled in', 'claim p50', 'claim p99', 'rows', 'x p50'], claimRows);
   for (const storage of ['postgres', 'pglite'] as const) {
     const r = results[storage];
     if (r)

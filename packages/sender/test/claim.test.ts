@@ -37,9 +37,9 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
    * function in a transaction already.
    */
   async function claimed(options: Omit<Parameters<typeof claimDeliveries>[1], 'leaseMs'>) {
-    let urls: string[] = [];
+    let claims: Awaited<ReturnType<typeof claimDeliveries>> = [];
     const body = async (tx: Parameters<typeof claimDeliveries>[0]) => {
-      urls = (await claimDeliveries(tx, { leaseMs: 60_000, ...options })).map((c) => c.url);
+      claims = await claimDeliveries(tx, { leaseMs: 60_000, ...options });
       throw new Error('rollback');
     };
     await database
@@ -47,35 +47,25 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
       .catch((error: Error) => {
         if (error.message !== 'rollback') throw error;
       });
-    return urls;
+    return claims;
   }
 
-  it('takes the oldest due rows in due order without per-URL limits', async () => {
-    expect(await claimed({ now, limit: 10 })).toEqual(Array(10).fill(A));
+  it('takes the oldest due rows, with their payload and a token each', async () => {
+    const claims = await claimed({ now, limit: 10 });
+    expect(claims.map((c) => c.url)).toEqual(Array(10).fill(A));
+    expect(claims.every((c) => c.payload === '{"e":1}' && c.attempts === 0)).toBe(true);
+    expect(new Set(claims.map((c) => c.token)).size).toBe(10);
   });
 
-  it('takes at most perUrlLimit rows of a URL, then the next URLs, oldest first', async () => {
-    expect(await claimed({ now, limit: 10, perUrlLimit: 4 })).toEqual([A, A, A, A, B, B, B]);
-  });
-
-  it('takes what urlLimits leaves of a URL, and nothing of a URL at 0, whatever its backlog', async () => {
-    expect(await claimed({ now, limit: 10, perUrlLimit: 4, urlLimits: new Map([[A, 1]]) })).toEqual([
-      A,
-      B,
-      B,
-      B,
-    ]);
-    expect(await claimed({ now, limit: 10, perUrlLimit: 4, urlLimits: new Map([[A, 0]]) })).toEqual([
-      B,
-      B,
-      B,
-    ]);
-    expect(await claimed({ now, limit: 2, perUrlLimit: 4, urlLimits: new Map([[A, 0]]) })).toEqual([B, B]);
+  it('leaves out the URLs and the deliveries it is told to skip', async () => {
+    expect((await claimed({ now, limit: 10, skipUrls: [A] })).map((c) => c.url)).toEqual([B, B, B]);
+    const first = (await claimed({ now, limit: 2 })).map((c) => c.id);
+    const next = await claimed({ now, limit: 2, skipIds: first });
+    expect(next.map((c) => c.id).filter((id) => first.includes(id))).toEqual([]);
+    expect(next).toHaveLength(2);
   });
 
   it('leaves rows not yet due', async () => {
-    const before = new Date(now.getTime() - 2 * 60 * 60 * 1000);
-    expect(await claimed({ now: before, limit: 10 })).toEqual([]);
-    expect(await claimed({ now: before, limit: 10, perUrlLimit: 4 })).toEqual([]);
+    expect(await claimed({ now: new Date(now.getTime() - 2 * 60 * 60 * 1000), limit: 10 })).toEqual([]);
   });
 });

@@ -22,7 +22,6 @@ const MIGRATIONS = [
   '0006_idempotency_keys',
   '0007_delivery',
   '0008_attempt_key',
-  '0009_url_due',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];

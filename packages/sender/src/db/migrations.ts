@@ -214,19 +214,6 @@ const migrations: Record<string, Migration> = {
       await sql`alter table delivery_attempts drop constraint delivery_attempts_delivery_id_fkey`.execute(db);
     },
   },
-  '0009_url_due': {
-    async up(db: Kysely<unknown>) {
-      // The pending deliveries of each URL in due order: the worker's claims take at most a few
-      // rows per URL through it, so a URL with a long backlog, at its concurrency limit, costs a
-      // claim one index descent instead of a walk over every one of its due rows.
-      await db.schema
-        .createIndex('deliveries_url_due')
-        .on('deliveries')
-        .columns(['url', 'next_attempt_at'])
-        .where(sql.ref('status'), '=', 'pending')
-        .execute();
-    },
-  },
 };
 
 /** The migrations, for Kysely's `Migrator`. */

@@ -128,9 +128,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let again = false;
 
   /**
-   * Claims up to `limit` due deliveries, at most as many of a URL as it may still hold (none of a
-   * URL that holds all it may), leaving out the deliveries this worker holds already (their lease
-   * is renewed, but a row whose renewal is late must not be sent twice from here).
+   * Claims up to `limit` due deliveries, skipping URLs that hold as many rows as they may and the
+   * deliveries this worker holds already (their lease is renewed, but a row whose renewal is late
+   * must not be sent twice from here).
    */
   function claim(limit: number): Promise<Claim[]> {
     return database.delivery((db) =>
@@ -138,14 +138,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         now: now(),
         leaseMs,
         limit,
-        // Per-URL limits only where a claim of `limit` rows could give some URL more than it may
-        // still hold: the plain walk of the due index costs less.
-        ...(limit > urlCapacity - Math.max(0, ...perUrlHeld.values())
-          ? {
-              perUrlLimit: urlCapacity,
-              urlLimits: new Map([...perUrlHeld].map(([url, n]) => [url, urlCapacity - n])),
-            }
-          : {}),
+        skipUrls: [...perUrlHeld].filter(([, n]) => n >= urlCapacity).map(([url]) => url),
         skipIds: [...inFlight.keys()],
       }),
     );
@@ -401,7 +394,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       }
       renewWhileBusy();
       started += startReady();
-      // The claim kept every URL within its share; rows claimed as the worker stops go back at once.
+      // Rows of a URL that holds all it may go back at once; that URL is left out of the next claim.
       await release(over);
       if (claims.length < room) break;
     }
