@@ -5,8 +5,9 @@
  * processes; ratios compare each adapter with its own bare framework in the same run.
  *
  * The servers load the packages as built (`pnpm build` runs first), as an application installs
- * them: tsx is pointed at tsconfig.base.json, whose lack of `paths` lets `@payhook/*` resolve to
- * the packages' `dist` rather than to their sources.
+ * them: the script runs with TSX_TSCONFIG_PATH=tsconfig.base.json (package.json), which the
+ * servers inherit, and whose lack of `paths` lets `@payhook/*` resolve to the packages' `dist`
+ * rather than to their sources.
  *
  * The machine is shared and noisy (its neighbours take CPU time in bursts), so each round measures
  * bare and payhook back to back, in turn first, for BENCH_ROUNDS rounds (default 5) of
@@ -27,7 +28,6 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 5);
 const CONNECTIONS = 50;
 const BODIES = Number(process.env.BENCH_BODIES ?? 300_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const BUILT = fileURLToPath(new URL('../tsconfig.base.json', import.meta.url));
 
 /** Signed events of about 1 KB each, in the sender's encoding (data in RFC 8785 order). */
 function makeBodies(n: number): string[] {
@@ -55,7 +55,6 @@ async function startServer(framework: string, mode: string): Promise<Server> {
   const script = fileURLToPath(new URL('./http-server.ts', import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', script, framework, mode], {
     stdio: ['pipe', 'pipe', 'inherit'],
-    env: { ...process.env, TSX_TSCONFIG_PATH: BUILT },
   });
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   const replies: ((line: string) => void)[] = [];

@@ -79,6 +79,11 @@ export const WORKER_PLANNER = {
   jit: 'off',
 } as const;
 
+/** {@link WORKER_PLANNER} for the rest of the current transaction only (PGlite's one session). */
+const SET_WORKER_PLANNER_LOCALLY = sql`select ${sql.join(
+  Object.entries(WORKER_PLANNER).map(([name, value]) => sql`set_config(${name}, ${value}, true)`),
+)}`;
+
 /**
  * Put at the start of a statement's text, this comment makes it a named prepared statement on
  * PostgreSQL: parsed and planned once per connection rather than at every execution, which is
@@ -226,9 +231,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       ? (fn) => fn(workerDb)
       : (fn) =>
           db.transaction().execute(async (tx) => {
-            await sql`select ${sql.join(
-              Object.entries(WORKER_PLANNER).map(([name, value]) => sql`set_config(${name}, ${value}, true)`),
-            )}`.execute(tx);
+            await SET_WORKER_PLANNER_LOCALLY.execute(tx);
             return fn(tx);
           }),
     kind,
