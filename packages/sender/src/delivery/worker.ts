@@ -113,6 +113,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let sending = 0;
   /** Attempts started since the worker was made. */
   let begun = 0;
+  /** Attempts started and not yet done: being sent, or sent and being recorded. */
+  let active = 0;
   /** Attempts being sent, per URL: what `perUrlConcurrency` limits. */
   const perUrlCount = new Map<string, number>();
   /** Rows held per URL, being sent or ready: at most four times the per-URL limit. */
@@ -126,6 +128,20 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let unlisten: (() => Promise<void>) | undefined;
   let pumping: Promise<number> | undefined;
   let again = false;
+  /** Resolved when the next attempt in flight is done (what `runDue` waits on), made on demand. */
+  let settled: { promise: Promise<void>; resolve: () => void } | undefined;
+
+  /** A promise of the next attempt's end: one for all waiters, however many attempts run. */
+  function nextSettled(): Promise<void> {
+    if (settled === undefined) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      settled = { promise, resolve };
+    }
+    return settled.promise;
+  }
 
   /**
    * Claims up to `limit` due deliveries, skipping URLs that hold as many rows as they may and the
@@ -336,23 +352,27 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     if (sending + ready.length === 0 || capacity - sending - ready.length >= refill) wake();
   }
 
-  /** Starts ready rows while slots are free, in due order, skipping URLs at their limit. */
+  /**
+   * Starts ready rows while slots are free, in due order, skipping URLs at their limit. Stops at
+   * the first row it cannot start for want of a slot: a freed slot costs a step or a few, not a
+   * pass over every row held ready.
+   */
   function startReady(): number {
-    if (ready.length === 0 || sending >= concurrency) return 0;
     let started = 0;
-    const waiting: Claim[] = [];
-    for (const c of ready) {
-      if (sending < concurrency && (perUrlCount.get(c.url) ?? 0) < perUrl) {
+    for (let i = 0; i < ready.length && sending < concurrency; ) {
+      const c = ready[i] as Claim;
+      if ((perUrlCount.get(c.url) ?? 0) < perUrl) {
+        ready.splice(i, 1);
         begin(c);
         started++;
-      } else waiting.push(c);
+      } else i++;
     }
-    ready = waiting;
     return started;
   }
 
   function begin(claim: Claim): void {
     begun++;
+    active++;
     sending++;
     count(perUrlCount, claim.url, 1);
     let freed = false;
@@ -369,6 +389,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       .finally(() => {
         if (!freed) freeSlot(claim);
         inFlight.delete(claim.id);
+        active--;
+        if (settled !== undefined) {
+          const { resolve } = settled;
+          settled = undefined;
+          resolve();
+        }
       });
     inFlight.set(claim.id, { claim, done });
   }
@@ -444,9 +470,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           await pump();
           if (inFlight.size === 0) return begun - before;
         }
-        const running = [...inFlight.values()].flatMap((f) => (f.done ? [f.done] : []));
-        // Rows held ready wait for a slot that an attempt in flight frees.
-        if (running.length > 0) await Promise.race(running);
+        // Rows held ready wait for a slot that an attempt in flight frees. One shared promise, not
+        // a race over every attempt in flight: that would add a reaction to each of them per turn.
+        if (active > 0) await nextSettled();
       }
     },
     async stop() {
