@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../src/index.js';
-import { type GatedReceiver, startGatedReceiver } from './fixtures/gated-receiver.js';
 import { startReceiver, type TestReceiver } from './fixtures/receiver.js';
 import { sessionRequest as session } from './fixtures/requests.js';
 import { type SenderProcess, spawnSender } from './fixtures/sender-process.js';
@@ -154,7 +153,7 @@ describe('the delivery worker in sender processes', { timeout: 180_000 }, () => 
 
   it('SIGTERM with attempts that finish within the grace: they end delivered, nothing stays claimed (PGlite)', async () => {
     const dataDir = await pgliteDir();
-    const receiver: GatedReceiver = await startGatedReceiver();
+    const receiver = await startReceiver('hang');
     receivers.push(receiver);
     const p = await sender({
       DATABASE_URL: '',
@@ -164,7 +163,7 @@ describe('the delivery worker in sender processes', { timeout: 180_000 }, () => 
     await register(p, twoUrls(receiver.url));
     await createSessions(p, SESSIONS);
     const inFlight = 2 * PER_URL;
-    await until(`${inFlight} attempts are held at the receiver`, () => receiver.held() === inFlight);
+    await until(`${inFlight} attempts are held at the receiver`, () => receiver.inFlight() === inFlight);
     const claimed = new Set(deliveryIds(receiver.received));
 
     p.child.kill('SIGTERM');
