@@ -65,6 +65,35 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
     expect(next).toHaveLength(2);
   });
 
+  it('takes no more rows of a URL than its limit, and only those: the rest stay due, untouched', async () => {
+    // The claim reads the 8 oldest due rows, all of A, and keeps the 2 oldest: A's limit.
+    const claims = await claimed({ now, limit: 8, maxPerUrl: 4, urlLimits: new Map([[A, 2]]) });
+    const unlimited = await claimed({ now, limit: 8 });
+    expect(claims.map((c) => c.id)).toEqual(unlimited.slice(0, 2).map((c) => c.id));
+    expect((await claimed({ now, limit: 8, maxPerUrl: 4 })).map((c) => c.url)).toEqual([A, A, A, A]);
+    // A URL at its limit is skipped: the rows behind its backlog are reached.
+    expect((await claimed({ now, limit: 8, maxPerUrl: 2, skipUrls: [A] })).map((c) => c.url)).toEqual([B, B]);
+    // Within one transaction: the rows it did not keep are neither claimed nor locked.
+    let rest = 0;
+    await database
+      .delivery(async (db) => {
+        const run = async (tx: Parameters<typeof claimDeliveries>[0]) => {
+          const kept = await claimDeliveries(tx, { now, leaseMs: 60_000, limit: 8, maxPerUrl: 1 });
+          expect(kept.map((c) => c.url)).toEqual([A]);
+          const untouched = await sql<{ n: string }>`
+            select count(*) as n from deliveries
+            where url = ${A} and claim_token is null and next_attempt_at < ${now}`.execute(tx);
+          rest = Number(untouched.rows[0]?.n);
+          throw new Error('rollback');
+        };
+        return db.isTransaction ? run(db) : db.transaction().execute(run);
+      })
+      .catch((error: Error) => {
+        if (error.message !== 'rollback') throw error;
+      });
+    expect(rest).toBe(499);
+  });
+
   it('leaves rows not yet due', async () => {
     expect(await claimed({ now: new Date(now.getTime() - 2 * 60 * 60 * 1000), limit: 10 })).toEqual([]);
   });

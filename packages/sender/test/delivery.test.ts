@@ -1,6 +1,6 @@
 import { verifyChecksum } from '@payhook/core';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   buildApp,
   createDeliveryClient,
@@ -302,6 +302,40 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
     const rows = (await Promise.all(payments.map(deliveriesOf))).flat();
     expect(rows.filter((r) => r.claim_token !== null)).toEqual([]);
     expect(rows.filter((r) => r.url === slow.url).map((r) => r.status)).toEqual(Array(6).fill('pending'));
+  });
+
+  it('claims no more of a backlog than its URL may hold, and leaves the rest untouched', async () => {
+    const slow = await receiver('hang');
+    await register(slow.url);
+    const payments: string[] = [];
+    for (let i = 0; i < 24; i++) payments.push(await createSession());
+    const before = new Map((await Promise.all(payments.map(deliveriesOf))).flat().map((r) => [r.id, r]));
+    // Two in flight and six ready at most for the URL, in a worker with room for sixteen.
+    const w = worker({
+      concurrency: 4,
+      perUrlConcurrency: 2,
+      pollIntervalMs: 3_600_000,
+      shutdownGraceMs: 50,
+      client: createDeliveryClient({ allowPrivate: true, totalTimeoutMs: 30_000 }),
+    });
+    await w.start();
+    const held = await vi.waitFor(
+      async () => {
+        const rows = (await Promise.all(payments.map(deliveriesOf))).flat().filter((r) => r.claim_token);
+        expect(rows).toHaveLength(8);
+        expect(slow.inFlight()).toBe(2);
+        return new Set(rows.map((r) => r.id));
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    await w.stop();
+    // A claim that took rows beyond the URL's room would have given them back, due again now.
+    const untouched = (await Promise.all(payments.map(deliveriesOf))).flat().filter((r) => !held.has(r.id));
+    expect(untouched).toHaveLength(16);
+    for (const r of untouched) {
+      expect([r.status, r.attempts, r.claim_token]).toEqual(['pending', 0, null]);
+      expect(new Date(r.next_attempt_at)).toEqual(new Date(before.get(r.id)?.next_attempt_at as Date));
+    }
   });
 
   it('raises the /metrics counters by exactly the attempts made', async () => {

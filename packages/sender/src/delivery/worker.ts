@@ -119,6 +119,11 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const perUrlCount = new Map<string, number>();
   /** Rows held per URL, being sent or ready: at most four times the per-URL limit. */
   const perUrlHeld = new Map<string, number>();
+  /**
+   * URLs a claim gave all the rows they had room for: their backlog is likely longer than what
+   * they may hold. Their freed slots wait for room for a batch (see `freeSlot`).
+   */
+  const capped = new Set<string>();
   const capacity = 4 * concurrency;
   const refill = concurrency;
   const urlCapacity = 4 * perUrl;
@@ -128,6 +133,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let unlisten: (() => Promise<void>) | undefined;
   let pumping: Promise<number> | undefined;
   let again = false;
+  /**
+   * Rows the last claim brought, when fewer than it asked for: the due rows it could take are
+   * fewer than the room (the URLs that have them are near their limit, or little is due), so the
+   * next claim asks for twice that, at least `refill`, rather than reading the whole room's worth
+   * of due rows to keep a few.
+   */
+  let lastShort: number | undefined;
   /** Resolved when the next attempt in flight is done (what `runDue` waits on), made on demand. */
   let settled: { promise: Promise<void>; resolve: () => void } | undefined;
 
@@ -144,20 +156,31 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   }
 
   /**
-   * Claims up to `limit` due deliveries, skipping URLs that hold as many rows as they may and the
-   * deliveries this worker holds already (their lease is renewed, but a row whose renewal is late
-   * must not be sent twice from here).
+   * Claims up to `limit` due deliveries: for each URL no more than the room it has left (rows held
+   * up to four times the per-URL limit), skipping URLs that hold all they may and the deliveries
+   * this worker holds already (their lease is renewed, but a row whose renewal is late must not be
+   * sent twice from here).
    */
-  function claim(limit: number): Promise<Claim[]> {
-    return database.delivery((db) =>
-      claimDeliveries(db, {
-        now: now(),
-        leaseMs,
-        limit,
-        skipUrls: [...perUrlHeld].filter(([, n]) => n >= urlCapacity).map(([url]) => url),
-        skipIds: [...inFlight.keys()],
-      }),
-    );
+  function claim(limit: number): Promise<{ claims: Claim[]; rooms: Map<string, number> }> {
+    const rooms = new Map<string, number>();
+    const skipUrls: string[] = [];
+    for (const [url, held] of perUrlHeld) {
+      if (held >= urlCapacity) skipUrls.push(url);
+      else rooms.set(url, urlCapacity - held);
+    }
+    return database
+      .delivery((db) =>
+        claimDeliveries(db, {
+          now: now(),
+          leaseMs,
+          limit,
+          skipUrls,
+          skipIds: [...inFlight.keys()],
+          maxPerUrl: urlCapacity,
+          urlLimits: rooms,
+        }),
+      )
+      .then((claims) => ({ claims, rooms }));
   }
 
   const count = (map: Map<string, number>, url: string, by: number) => {
@@ -345,11 +368,16 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     sending--;
     count(perUrlCount, claim.url, -1);
     count(perUrlHeld, claim.url, -1);
+    const held = perUrlHeld.get(claim.url) ?? 0;
+    if (held === 0) capped.delete(claim.url);
     if (stopping) return;
     startReady();
     // More work may be due, for this URL or another. Claims wait for some room, so that one
-    // claim serves several attempts rather than one each.
-    if (sending + ready.length === 0 || capacity - sending - ready.length >= refill) wake();
+    // claim serves several attempts rather than one each. A URL with a backlog longer than it
+    // may hold waits until it holds half that: a claim at each of its freed slots would read a
+    // full batch of due rows to keep one.
+    const batching = capped.has(claim.url) && held > urlCapacity / 2;
+    if (sending + ready.length === 0 || (!batching && capacity - sending - ready.length >= refill)) wake();
   }
 
   /**
@@ -408,21 +436,30 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     while (!stopping) {
       const room = capacity - sending - ready.length;
       if (room <= 0 || (room < refill && sending + ready.length > 0)) break;
-      const claims = await claim(room);
+      const limit = lastShort === undefined ? room : Math.min(room, Math.max(refill, 2 * lastShort));
+      const { claims, rooms } = await claim(limit);
+      lastShort = claims.length < limit ? claims.length : undefined;
       const over: Claim[] = [];
+      const taken = new Map<string, number>();
       for (const c of claims) {
+        // The claim kept within each URL's room (rooms only grow while it runs); rows claimed
+        // while stopping go back at once.
         if ((perUrlHeld.get(c.url) ?? 0) >= urlCapacity || stopping) over.push(c);
         else {
           count(perUrlHeld, c.url, 1);
+          count(taken, c.url, 1);
           inFlight.set(c.id, { claim: c });
           ready.push(c);
         }
       }
+      for (const [url, n] of taken) {
+        if (n >= (rooms.get(url) ?? urlCapacity)) capped.add(url);
+        else capped.delete(url);
+      }
       renewWhileBusy();
       started += startReady();
-      // Rows of a URL that holds all it may go back at once; that URL is left out of the next claim.
       await release(over);
-      if (claims.length < room) break;
+      if (claims.length < limit) break;
     }
     return started;
   }
