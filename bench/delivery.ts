@@ -40,7 +40,6 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -62,6 +61,8 @@ import {
   BENCH_BUSINESS_ID,
   BENCH_DATABASE_URL as DATABASE_URL,
   onEachStorage,
+  ownCpu,
+  postgresCpu,
   printTable,
   writeResults,
 } from './lib.js';
@@ -157,38 +158,6 @@ async function seed(database: Database, url: string, count: number): Promise<str
       .execute();
   }
   return bodies;
-}
-
-/** This process's CPU time so far, in µs (user + system). */
-function ownCpu(): number {
-  const { user, system } = process.cpuUsage();
-  return user + system;
-}
-
-/**
- * CPU time of the PostgreSQL server's processes so far, in µs, read from /proc (Linux, with the
- * server on this machine); `undefined` where that cannot be read.
- */
-function postgresCpu(): number | undefined {
-  if (process.platform !== 'linux') return undefined;
-  let ticks = 0;
-  let seen = false;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8').trim();
-    } catch {
-      continue; // gone, or not ours to read
-    }
-    const match = /^\d+ \((.*)\) (.*)$/.exec(stat);
-    if (match?.[1] !== 'postgres') continue;
-    const fields = (match[2] as string).split(' ');
-    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
-    seen = true;
-  }
-  // Clock ticks are 1/100 s on Linux (USER_HZ).
-  return seen ? ticks * 10_000 : undefined;
 }
 
 /** The bare loop: posts every body with undici, `CONCURRENCY` in flight; returns deliveries/s. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,4 +94,36 @@ export async function onEachStorage<T>(
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** This process's CPU time so far, in µs (user + system). */
+export function ownCpu(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+}
+
+/**
+ * CPU time of the PostgreSQL server's processes so far, in µs, read from /proc (Linux, with the
+ * server on this machine); `undefined` where that cannot be read.
+ */
+export function postgresCpu(): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  let ticks = 0;
+  let seen = false;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8').trim();
+    } catch {
+      continue; // gone, or not ours to read
+    }
+    const match = /^\d+ \((.*)\) (.*)$/.exec(stat);
+    if (match?.[1] !== 'postgres') continue;
+    const fields = (match[2] as string).split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+    seen = true;
+  }
+  // Clock ticks are 1/100 s on Linux (USER_HZ).
+  return seen ? ticks * 10_000 : undefined;
 }
