@@ -73,7 +73,7 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
     expect((await claimed({ now, limit: 8, maxPerUrl: 4 })).map((c) => c.url)).toEqual([A, A, A, A]);
     // A URL at its limit is skipped: the rows behind its backlog are reached.
     expect((await claimed({ now, limit: 8, maxPerUrl: 2, skipUrls: [A] })).map((c) => c.url)).toEqual([B, B]);
-    // Within one transaction: the rows it did not keep are neither claimed nor locked.
+    // Within one transaction: the rows it did not keep are neither claimed nor moved.
     let rest = 0;
     await database
       .delivery(async (db) => {
