@@ -73,8 +73,10 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
     expect((await claimed({ now, limit: 8, maxPerUrl: 4 })).map((c) => c.url)).toEqual([A, A, A, A]);
     // A URL at its limit is skipped: the rows behind its backlog are reached.
     expect((await claimed({ now, limit: 8, maxPerUrl: 2, skipUrls: [A] })).map((c) => c.url)).toEqual([B, B]);
-    // Within one transaction: the rows it did not keep are neither claimed nor moved.
+    // Within one transaction: the rows it did not keep are neither claimed nor moved, and on
+    // PostgreSQL another session can lock all of them (PGlite has one session).
     let rest = 0;
+    let lockable: number | undefined;
     await database
       .delivery(async (db) => {
         const run = async (tx: Parameters<typeof claimDeliveries>[0]) => {
@@ -84,6 +86,12 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
             select count(*) as n from deliveries
             where url = ${A} and claim_token is null and next_attempt_at < ${now}`.execute(tx);
           rest = Number(untouched.rows[0]?.n);
+          if (storage === 'postgres') {
+            const other = await sql<{ id: string }>`
+              select id from deliveries where url = ${A} and status = 'pending'
+              for update skip locked`.execute(database.db);
+            lockable = other.rows.length;
+          }
           throw new Error('rollback');
         };
         return db.isTransaction ? run(db) : db.transaction().execute(run);
@@ -92,6 +100,7 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
         if (error.message !== 'rollback') throw error;
       });
     expect(rest).toBe(499);
+    expect(lockable).toBe(storage === 'postgres' ? 499 : undefined);
   });
 
   it('leaves rows not yet due', async () => {
