@@ -9,98 +9,23 @@
  *   BENCH_BACKLOG for ten fast URLs; the figure is the fast URLs' deliveries, made while the slow
  *   one holds all it may.
  *
- * Method: the receiver is a node:http server on 127.0.0.1 in a child process (this file, run with
- * `receive`); paths under /slow answer after 50 ms, the others at once. Each scenario runs in a
- * schema of its own (dropped at the end): the rows are inserted in bulk, one event each (a signed
- * ~1 KB payment payload), then `createDeliveryWorker` with `createDeliveryClient({ allowPrivate:
- * true })` and the default limits is started and the table polled every 100 ms until every fast
- * delivery is delivered. Reported: fast deliveries per second, and the CPU time per fast delivery
- * of this process (the worker) and, on Linux with PostgreSQL on this machine, of the server's
- * processes (from /proc). No targets: the figures are reported.
+ * Method: the receiver is a node:http server on 127.0.0.1 in a child process
+ * (delivery-fixtures.ts); paths under /slow answer after 50 ms, the others at once. Each scenario
+ * runs in a schema of its own (dropped at the end): the rows are inserted in bulk, one event each
+ * (a signed ~1 KB payment payload), then `createDeliveryWorker` with `createDeliveryClient({
+ * allowPrivate: true })` and the default limits is started and the table polled every 100 ms until
+ * every fast delivery is delivered. Reported: fast deliveries per second, and the CPU time per fast
+ * delivery of this process (the worker) and, on Linux with PostgreSQL on this machine, of the
+ * server's processes (from /proc). No targets: the figures are reported.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { createTestPayment } from '@payhook/core/testing';
-import {
-  createDeliveryClient,
-  createDeliveryWorker,
-  type Database,
-  openDatabase,
-  signedPayload,
-} from '@payhook/sender';
+import { createDeliveryClient, createDeliveryWorker, openDatabase } from '@payhook/sender';
 import { sql } from 'kysely';
-import {
-  BENCH_BUSINESS_ID,
-  BENCH_DATABASE_URL,
-  ownCpu,
-  postgresCpu,
-  printTable,
-  writeResults,
-} from './lib.js';
+import { queueDeliveries, SLOW_MS, startReceiver } from './delivery-fixtures.js';
+import { BENCH_DATABASE_URL, ownCpu, postgresCpu, printTable, writeResults } from './lib.js';
 
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 20_000);
-const SLOW_MS = 50;
-
-/** Child process: the receiver. Prints its port. */
-function receive(): void {
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      const answer = () => res.writeHead(200, { 'content-length': '2' }).end('ok');
-      if (req.url?.startsWith('/slow')) setTimeout(answer, SLOW_MS);
-      else answer();
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1', () => {
-    process.stdout.write(`${(server.address() as AddressInfo).port}\n`);
-  });
-}
-
-async function startReceiver(): Promise<{ base: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), 'receive'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
-  const first = await lines.next();
-  if (first.done) throw new Error('the receiver closed its output');
-  return { base: `http://127.0.0.1:${Number(first.value)}`, child };
-}
-
-/** Queues `count` deliveries over `urls` (round robin), due from `dueAt` on, one event each. */
-async function queue(database: Database, urls: readonly string[], count: number, dueAt: Date) {
-  const payload = signedPayload(
-    'payment.session.succeeded',
-    createTestPayment({ status: 'settled' }),
-    BENCH_BUSINESS_ID,
-  );
-  for (let offset = 0; offset < count; offset += 500) {
-    const events = Array.from({ length: Math.min(500, count - offset) }, () => ({
-      id: randomUUID(),
-      business_id: BENCH_BUSINESS_ID,
-      mode: 'test' as const,
-      type: 'payment.session.succeeded',
-      payment_id: null,
-      payload,
-    }));
-    await database.db.insertInto('events').values(events).execute();
-    await database.db
-      .insertInto('deliveries')
-      .values(
-        events.map((e, i) => ({
-          event_id: e.id,
-          url: urls[(offset + i) % urls.length] as string,
-          next_attempt_at: new Date(dueAt.getTime() + offset + i),
-        })),
-      )
-      .execute();
-  }
-}
 
 interface Row {
   scenario: string;
@@ -110,14 +35,14 @@ interface Row {
   postgresCpuUs?: number;
 }
 
-async function scenario(name: string, base: string, slow: number, fastUrls: number): Promise<Row> {
+async function scenario(name: string, origin: string, slow: number, fastUrls: number): Promise<Row> {
   const schema = `payhook_bench_${randomBytes(4).toString('hex')}`;
   const database = await openDatabase({ url: BENCH_DATABASE_URL, schema });
   try {
-    const fast = Array.from({ length: fastUrls }, (_, i) => `${base}/fast/${i}`);
+    const fast = Array.from({ length: fastUrls }, (_, i) => `${origin}/fast/${i}`);
     const start = Date.now();
-    if (slow > 0) await queue(database, [`${base}/slow`], slow, new Date(start - 120_000));
-    await queue(database, fast, BACKLOG, new Date(start - 60_000));
+    if (slow > 0) await queueDeliveries(database, [`${origin}/slow`], slow, new Date(start - 120_000));
+    await queueDeliveries(database, fast, BACKLOG, new Date(start - 60_000));
     await sql`analyze deliveries`.execute(database.db);
     const client = createDeliveryClient({ allowPrivate: true });
     const worker = createDeliveryWorker({ database, client, pollIntervalMs: 100 });
@@ -159,13 +84,13 @@ async function main(): Promise<void> {
     `${BACKLOG.toLocaleString('en-US')} deliveries queued for fast URLs, worker at its default limits ` +
       '(32 in flight, 4 per URL), PostgreSQL\n',
   );
-  const { base, child } = await startReceiver();
+  const receiver = await startReceiver();
   try {
     const rows = [
-      await scenario('one URL', base, 0, 1),
+      await scenario('one URL', receiver.origin, 0, 1),
       await scenario(
         `slow URL ahead (${BACKLOG / 5} at ${SLOW_MS} ms), ten fast URLs`,
-        base,
+        receiver.origin,
         BACKLOG / 5,
         10,
       ),
@@ -182,9 +107,8 @@ async function main(): Promise<void> {
     );
     console.log(`\nresults written to ${writeResults('delivery-backlog', rows).replace(process.cwd(), '.')}`);
   } finally {
-    child.kill();
+    await receiver.stop();
   }
 }
 
-if (process.argv[2] === 'receive') receive();
-else await main();
+await main();

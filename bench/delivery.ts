@@ -6,26 +6,26 @@
  * at least 0.5x the bare loop's deliveries/s, and the claim's p50 at 1,000,000 pending within 2x
  * of its p50 at 10,000. On PGlite the figures are reported only.
  *
- * Method: the receiver is a node:http server on 127.0.0.1 in a child process (this file, run with
- * `receive`), so that it does not share the sender's event loop; it reads each body and answers
- * 200 with a tiny body. For each storage, this process opens the database with `openDatabase`
- * (PostgreSQL: a random schema made for the run and dropped at the end; PGlite: a temporary
- * directory removed at the end) and inserts BENCH_DELIVERIES events (default 20,000) with one
- * delivery each to the receiver, in bulk through Kysely; each event's payload is the
+ * Method: the receiver is a node:http server on 127.0.0.1 in a child process
+ * (delivery-fixtures.ts), so that it does not share the sender's event loop; it reads each body and
+ * answers 200 with a tiny body. For each storage, this process opens the database with
+ * `openDatabase` (PostgreSQL: a random schema made for the run and dropped at the end; PGlite: a
+ * temporary directory removed at the end) and inserts BENCH_DELIVERIES events (default 20,000) with
+ * one delivery each to the receiver, in bulk through Kysely; each event's payload is the
  * `signedPayload` of a realistic payment (`createTestPayment`, about 1 KB). The bare loop posts
- * those same bodies with an undici Agent, 32 in flight, checking every status is 200. The worker
- * is `createDeliveryWorker` with `createDeliveryClient({ allowPrivate: true })`, concurrency 32
- * and perUrlConcurrency 32 (the default per-URL limit of 4 would cap a benchmark that has a single
+ * those same bodies with an undici Agent, 32 in flight, checking every status is 200. The worker is
+ * `createDeliveryWorker` with `createDeliveryClient({ allowPrivate: true })`, concurrency 32 and
+ * perUrlConcurrency 32 (the default per-URL limit of 4 would cap a benchmark that has a single
  * receiver URL at 4 in flight), and the time of `worker.runDue()` over all the rows gives its
  * deliveries/s. Each side first runs a warm-up of 2,000 (bare first, then the worker), then two
  * timed runs, taken in turn (bare, worker, bare, worker: the worker's second run on as many new
- * rows), and the faster of its two runs is each side's figure: both sides are measured alike,
- * with their code as warm. Beside the rates, the table gives the CPU time each delivery cost this
- * process (the bare loop's client, or the worker with its database driver; PGlite's work
- * included, as it runs here) and, on Linux with PostgreSQL on this machine, the server's
- * processes (from /proc): on two shared cores, where the receiver and PostgreSQL take their
- * share, those say where the time goes. undici is not a dependency of bench/, so it is loaded
- * from @payhook/sender's own dependencies (createRequire), the same copy the delivery client uses.
+ * rows), and the faster of its two runs is each side's figure: both sides are measured alike, with
+ * their code as warm. Beside the rates, the table gives the CPU time each delivery cost this
+ * process (the bare loop's client, or the worker with its database driver; PGlite's work included,
+ * as it runs here) and, on Linux with PostgreSQL on this machine, the server's processes (from
+ * /proc): on two shared cores, where the receiver and PostgreSQL take their share, those say where
+ * the time goes. undici is not a dependency of bench/, so it is loaded from @payhook/sender's own
+ * dependencies (createRequire), the same copy the delivery client uses.
  *
  * The sender is loaded as built: the script runs with TSX_TSCONFIG_PATH=tsconfig.base.json, whose
  * lack of `paths` resolves `@payhook/*` to the packages' `dist` (the receiver's child inherits it).
@@ -40,27 +40,18 @@
  * exceeds BENCH_PGLITE_FILL_S seconds (default 120), whichever comes first; the size reached is
  * reported.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { createTestPayment } from '@payhook/core/testing';
 import {
   claimDeliveries,
   createDeliveryClient,
   createDeliveryWorker,
   type Database,
   openDatabase,
-  signedPayload,
 } from '@payhook/sender';
 import { sql } from 'kysely';
-
+import { queueDeliveries, startReceiver } from './delivery-fixtures.js';
 import {
-  BENCH_BUSINESS_ID,
   BENCH_DATABASE_URL as DATABASE_URL,
   onEachStorage,
   ownCpu,
@@ -77,7 +68,6 @@ const CLAIM_LIMIT = 32;
 const PGLITE_FILL_S = Number(process.env.BENCH_PGLITE_FILL_S ?? 120);
 const TARGET_THROUGHPUT = 0.5;
 const TARGET_CLAIM = 2;
-const EVENT_TYPE = 'payment.session.succeeded';
 
 /** The few undici calls the bare loop makes (undici is loaded from the sender's dependencies). */
 interface Undici {
@@ -91,76 +81,6 @@ const requireHere = createRequire(import.meta.url);
 const undici = createRequire(requireHere.resolve('@payhook/sender/package.json'))('undici') as Undici;
 
 type Storage = 'postgres' | 'pglite';
-
-/** Child process: the receiver. Prints its port; prints the requests it answered on SIGTERM. */
-function receive(): void {
-  let requests = 0;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      requests++;
-      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' });
-      res.end('ok');
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1', () => {
-    process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`);
-  });
-  process.once('SIGTERM', () => {
-    process.stdout.write(`${JSON.stringify({ requests })}\n`);
-    process.exit(0);
-  });
-}
-
-async function startReceiver() {
-  const script = fileURLToPath(import.meta.url);
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', script, 'receive'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
-  const next = async () => {
-    const line = await lines.next();
-    if (line.done) throw new Error('the receiver closed its output');
-    return JSON.parse(line.value);
-  };
-  const { port } = (await next()) as { port: number };
-  return {
-    url: `http://127.0.0.1:${port}/webhooks`,
-    /** Stops the receiver and returns how many requests it answered. */
-    async stop(): Promise<number> {
-      const counted = next() as Promise<{ requests: number }>;
-      child.kill('SIGTERM');
-      return (await counted).requests;
-    },
-  };
-}
-
-/** Inserts `count` events (signed ~1 KB payloads) with one delivery each to `url`; returns the bodies. */
-async function seed(database: Database, url: string, count: number): Promise<string[]> {
-  const bodies: string[] = [];
-  for (let offset = 0; offset < count; offset += 500) {
-    const events = [];
-    for (let i = offset; i < Math.min(count, offset + 500); i++) {
-      const payload = signedPayload(EVENT_TYPE, createTestPayment({ status: 'settled' }), BENCH_BUSINESS_ID);
-      bodies.push(payload);
-      events.push({
-        id: randomUUID(),
-        business_id: BENCH_BUSINESS_ID,
-        mode: 'test' as const,
-        type: EVENT_TYPE,
-        payment_id: null,
-        payload,
-      });
-    }
-    await database.db.insertInto('events').values(events).execute();
-    await database.db
-      .insertInto('deliveries')
-      .values(events.map((e) => ({ event_id: e.id, url })))
-      .execute();
-  }
-  return bodies;
-}
 
 /** The bare loop: posts every body with undici, `CONCURRENCY` in flight; returns deliveries/s. */
 async function bareLoop(
@@ -316,21 +236,22 @@ type Result = {
 
 async function measure(storage: Storage, where: string): Promise<Result> {
   const receiver = await startReceiver();
+  const url = `${receiver.origin}/webhooks`;
   const database = await openDatabase(
     storage === 'postgres' ? { url: DATABASE_URL, schema: where } : { dataDir: where },
   );
   try {
     // Warm-up: both sides, on their own rows.
-    const warm = await seed(database, receiver.url, WARMUP);
-    await bareLoop(receiver.url, warm);
+    const warm = await queueDeliveries(database, [url], WARMUP);
+    await bareLoop(url, warm);
     await workerRun(database, WARMUP);
 
-    const bodies = await seed(database, receiver.url, N);
+    const bodies = await queueDeliveries(database, [url], N);
     // Two runs of each side, in turn; the faster run of each is its figure.
-    const bareBefore = await bareLoop(receiver.url, bodies);
+    const bareBefore = await bareLoop(url, bodies);
     const workerFirst = await workerRun(database, N);
-    const bareAfter = await bareLoop(receiver.url, bodies);
-    await seed(database, receiver.url, N);
+    const bareAfter = await bareLoop(url, bodies);
+    await queueDeliveries(database, [url], N);
     const workerSecond = await workerRun(database, N);
     const best = workerSecond.perSecond > workerFirst.perSecond ? workerSecond : workerFirst;
     const worker = { ...best, runs: [workerFirst.perSecond, workerSecond.perSecond] };
@@ -346,7 +267,7 @@ async function measure(storage: Storage, where: string): Promise<Result> {
     console.log(
       `${storage}: bare ${Math.round(bare.perSecond)}/s, worker ${Math.round(worker.perSecond)}/s; filling the queue`,
     );
-    const claim = await claimSizes(database, storage, receiver.url);
+    const claim = await claimSizes(database, storage, url);
     const [small, large] = claim as [ClaimRow, ClaimRow];
     return {
       deliveries: N,
@@ -449,5 +370,4 @@ async function main(): Promise<void> {
   else console.log(`\nbelow target:\nPostgreSQL: ${misses.join('\nPostgreSQL: ')}`);
 }
 
-if (process.argv[2] === 'receive') receive();
-else await main();
+await main();
