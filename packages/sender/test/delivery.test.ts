@@ -86,6 +86,20 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
     return w;
   }
 
+  /**
+   * A worker with 4 attempts in flight, 2 per URL (so it holds at most 8 rows of one URL), that
+   * looks for work only when woken, lets a hanging attempt run 30 s and stops without waiting.
+   */
+  function twoPerUrlWorker() {
+    return worker({
+      concurrency: 4,
+      perUrlConcurrency: 2,
+      pollIntervalMs: 3_600_000,
+      shutdownGraceMs: 50,
+      client: createDeliveryClient({ allowPrivate: true, totalTimeoutMs: 30_000 }),
+    });
+  }
+
   async function register(...urls: string[]) {
     expect((await call('PATCH', '/accounts/settings', { webhook_urls: urls })).status).toBe(200);
   }
@@ -284,13 +298,7 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
     const slow = await receiver('hang');
     const fast = await receiver(200);
     await register(slow.url, fast.url);
-    const w = worker({
-      concurrency: 4,
-      perUrlConcurrency: 2,
-      pollIntervalMs: 3_600_000,
-      shutdownGraceMs: 50,
-      client: createDeliveryClient({ allowPrivate: true, totalTimeoutMs: 30_000 }),
-    });
+    const w = twoPerUrlWorker();
     await w.start();
     const payments: string[] = [];
     for (let i = 0; i < 6; i++) payments.push(await createSession());
@@ -311,13 +319,7 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
     for (let i = 0; i < 24; i++) payments.push(await createSession());
     const before = new Map((await Promise.all(payments.map(deliveriesOf))).flat().map((r) => [r.id, r]));
     // Two in flight and six ready at most for the URL, in a worker with room for sixteen.
-    const w = worker({
-      concurrency: 4,
-      perUrlConcurrency: 2,
-      pollIntervalMs: 3_600_000,
-      shutdownGraceMs: 50,
-      client: createDeliveryClient({ allowPrivate: true, totalTimeoutMs: 30_000 }),
-    });
+    const w = twoPerUrlWorker();
     await w.start();
     const held = await vi.waitFor(
       async () => {
