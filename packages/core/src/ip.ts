@@ -38,8 +38,9 @@ function parseWords(text: string): Words | undefined {
     const v4 = parseDottedQuad(text.slice(7));
     if (v4 !== undefined) return [0, 0, 0xffff, v4];
   }
-  if (!ipaddr.IPv6.isValid(text)) return undefined;
-  const p = ipaddr.IPv6.parse(text).parts;
+  const hex = dottedTailToHex(text);
+  if (hex === undefined || !ipaddr.IPv6.isValid(hex)) return undefined;
+  const p = ipaddr.IPv6.parse(hex).parts;
   const w = (i: number) => ((((p[i] as number) << 16) | (p[i + 1] as number)) >>> 0) as number;
   return [w(0), w(2), w(4), w(6)];
 }
@@ -70,6 +71,20 @@ function parseDottedQuad(text: string): number | undefined {
     }
   }
   return parts === 4 ? value : undefined;
+}
+
+/**
+ * IPv6 text whose last 32 bits are written as dotted IPv4 (`::ffff:192.0.2.1`, `64:ff9b::192.0.2.1`),
+ * rewritten with those bits in hex. ipaddr.js reads any such text as IPv4-mapped, so the deprecated
+ * IPv4-compatible `::192.0.2.1` would match the IPv4 entry `192.0.2.1`; spelled out in hex, each
+ * form keeps its own 128 bits and only the mapped form equals an IPv4 address.
+ */
+function dottedTailToHex(text: string): string | undefined {
+  if (!text.includes('.')) return text;
+  const colon = text.lastIndexOf(':');
+  const v4 = parseDottedQuad(text.slice(colon + 1));
+  if (v4 === undefined) return undefined;
+  return `${text.slice(0, colon + 1)}${(v4 >>> 16).toString(16)}:${(v4 & 0xffff).toString(16)}`;
 }
 
 function isMapped(words: Words): boolean {
@@ -169,7 +184,7 @@ export function normalizeIp(address: string | undefined): string | undefined {
     const v = words[3];
     return `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
   }
-  return ipaddr.IPv6.parse(bare).toString();
+  return ipaddr.IPv6.parse(dottedTailToHex(bare) as string).toString();
 }
 
 /** Where {@link resolveClientIp} reads the client address from. */

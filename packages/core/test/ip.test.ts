@@ -41,6 +41,26 @@ describe('createIpAllowList', () => {
     expect(list.contains(address)).toBe(expected);
   });
 
+  it('matches an IPv4 entry with the mapped form only, never the IPv4-compatible ::a.b.c.d', () => {
+    const v4 = createIpAllowList(['203.0.113.10', '198.51.100.0/24']);
+    for (const address of ['::203.0.113.10', '::cb00:710a', '0:0:0:0:0:0:203.0.113.10', '::198.51.100.7']) {
+      expect(v4.contains(address), address).toBe(false);
+    }
+    expect(v4.contains('::ffff:203.0.113.10')).toBe(true);
+    expect(normalizeIp('::203.0.113.10')).toBe('::cb00:710a');
+    expect(
+      resolveClientIp({
+        remoteAddress: '10.0.0.2',
+        forwardedFor: '::203.0.113.10',
+        trustedProxies: ['10.0.0.0/8'],
+      }),
+    ).toBe('::cb00:710a');
+    // Dotted and hex spellings of one IPv6 address are one address.
+    const compatible = createIpAllowList(['::203.0.113.10']);
+    expect(compatible.contains('::cb00:710a')).toBe(true);
+    expect(compatible.contains('203.0.113.10')).toBe(false);
+  });
+
   it('matches IPv4 addresses against IPv4-mapped entries', () => {
     const mapped = createIpAllowList(['::ffff:192.0.2.0/120', '::ffff:7f00:1']);
     expect(mapped.contains('192.0.2.200')).toBe(true);
@@ -186,8 +206,17 @@ describe('the hand-written IPv4 path agrees with ipaddr.js', () => {
     if (!bare.includes(':')) {
       return ipaddr.IPv4.isValidFourPartDecimal(bare) ? ipaddr.IPv4.parse(bare).toString() : undefined;
     }
-    if (!ipaddr.IPv6.isValid(bare)) return undefined;
-    const address = ipaddr.IPv6.parse(bare);
+    // ipaddr.js reads every dotted tail as IPv4-mapped; the bits are the address, so spell them in hex.
+    let hex = bare;
+    const colon = bare.lastIndexOf(':');
+    if (bare.includes('.')) {
+      const tail = bare.slice(colon + 1);
+      if (!ipaddr.IPv4.isValidFourPartDecimal(tail)) return undefined;
+      const [a, b, c, d] = ipaddr.IPv4.parse(tail).toByteArray() as [number, number, number, number];
+      hex = `${bare.slice(0, colon + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+    }
+    if (!ipaddr.IPv6.isValid(hex)) return undefined;
+    const address = ipaddr.IPv6.parse(hex);
     return address.isIPv4MappedAddress() ? address.toIPv4Address().toString() : address.toString();
   }
 
@@ -207,6 +236,8 @@ describe('the hand-written IPv4 path agrees with ipaddr.js', () => {
     fc.ipV4().map((v4) => `::FFFF:${v4}`),
     v4ish.map((v4) => `::ffff:${v4}`),
     fc.ipV4().map((v4) => `::ffff:${v4}%eth0`),
+    fc.ipV4().map((v4) => `::${v4}`),
+    fc.ipV4().map((v4) => `64:ff9b::${v4}`),
     fc.ipV4().map((v4) => ` ${v4} `),
     fc.string({ unit: fc.constantFrom(...'0123456789abcdefABCDEF.:%f '.split('')), maxLength: 24 }),
   );
