@@ -21,6 +21,7 @@ export const ERROR_STATUS = {
   handler_timeout: 500,
   internal_error: 500,
   store_unavailable: 503,
+  queue_full: 503,
   shutting_down: 503,
 } as const;
 

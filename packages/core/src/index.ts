@@ -72,9 +72,13 @@ export type { LexicalOptions } from './lexical-canonical-json.js';
 export { lexicalCanonicalJson } from './lexical-canonical-json.js';
 export { runAfterResponse } from './receiver/after-response.js';
 export { isJsonContentType } from './receiver/content-type.js';
-export { createReceiver } from './receiver/create-receiver.js';
+export {
+  createReceiver,
+  DEFAULT_MAX_QUEUED_BYTES,
+  DEFAULT_MAX_QUEUED_EVENTS,
+} from './receiver/create-receiver.js';
 export type { Logger } from './receiver/logger.js';
-export { silentLogger } from './receiver/logger.js';
+export { silentLogger, stderrLogger } from './receiver/logger.js';
 export type { BodyStream } from './receiver/read-body.js';
 export { readRawBody } from './receiver/read-body.js';
 export type { RetryOptions } from './receiver/retry.js';

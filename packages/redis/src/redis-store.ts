@@ -54,7 +54,11 @@ export class StoreTimeoutError extends Error {
 }
 
 type ScriptCommands = {
-  payhookClaim(e: string, l: string, ...args: (string | number)[]): Promise<[string, string, number?]>;
+  payhookClaim(
+    e: string,
+    l: string,
+    ...args: (string | number)[]
+  ): Promise<[string, string, (number | string)?]>;
   payhookRenew(e: string, l: string, ...args: (string | number)[]): Promise<number>;
   payhookComplete(e: string, l: string, ...args: (string | number)[]): Promise<number>;
   payhookFail(e: string, l: string, ...args: (string | number)[]): Promise<number>;
@@ -167,8 +171,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
           k.member,
         ),
       );
-      if (reply[0] === 'duplicate')
-        return { status: 'duplicate', state: reply[1] === 'done' ? 'done' : 'processing' };
+      if (reply[0] === 'duplicate') {
+        return reply[1] === 'done'
+          ? { status: 'duplicate', state: 'done' }
+          : { status: 'duplicate', state: 'processing', owner: String(reply[2] ?? '') };
+      }
       return {
         status: 'claimed',
         previous: reply[1] as 'new' | 'failed' | 'expired',

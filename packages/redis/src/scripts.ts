@@ -8,9 +8,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
 /**
  * KEYS: E, L. ARGV: owner, leaseMs, payload, businessId, retentionMs, member.
- * A record already held by the same owner is claimed again: it is a claim of this owner's that
- * ran late (queued while Redis was away, after the receiver had answered 503), and the receiver
- * itself refuses duplicates of what it is processing.
+ * A record under a live lease is a duplicate whoever asks, its own owner included (the reply names
+ * the owner): two requests of one instance are two claims.
  */
 export const CLAIM = `${NOW}
 local r = redis.call('HMGET', KEYS[1], 'state', 'lease', 'attempts', 'received', 'owner')
@@ -18,7 +17,7 @@ local state = r[1]
 local previous = 'new'
 if state then
   if state == 'done' then return {'duplicate', 'done'} end
-  if state == 'processing' and tonumber(r[2]) > now and r[5] ~= ARGV[1] then return {'duplicate', 'processing'} end
+  if state == 'processing' and tonumber(r[2]) > now then return {'duplicate', 'processing', r[5] or ''} end
   if state == 'failed' then previous = 'failed' else previous = 'expired' end
 end
 local attempts = (tonumber(r[3]) or 0) + 1

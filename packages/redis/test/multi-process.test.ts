@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { createTestEvent } from '@payhook/core/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 // The example's own sender: delivers until 200, some events twice, some to two instances at once.
@@ -87,6 +88,55 @@ describe.sequential('several receiver processes sharing Redis', { timeout: 120_0
     expect(counts.filter((n) => n !== 1)).toEqual([]);
     const byInstance = Object.values(await redis.hgetall(`${prefix}:runs-by`)).map(Number);
     expect(byInstance).toHaveLength(3);
+  });
+
+  it('runs the handler once for concurrent copies: 20 to one instance, 50 spread over three', async () => {
+    const prefix = randomPrefix();
+    prefixes.push(prefix);
+    const instances = await Promise.all(
+      [1, 2, 3].map((n) =>
+        startInstance({
+          REDIS_URL: TEST_REDIS_URL,
+          PAYHOOK_PREFIX: prefix,
+          INSTANCE_NAME: `i${n}`,
+          // Copies keep arriving while the first still runs.
+          HANDLER_DELAY_MS: '30',
+        }),
+      ),
+    );
+    const urls = instances.map((i) => `http://127.0.0.1:${i.port}/webhooks`);
+    // A copy is sent again on a 503 (the store may time out under this burst), as the sender does.
+    const post = async (url: string, body: string) => {
+      for (let attempt = 0; ; attempt++) {
+        const response = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        });
+        const answer = { status: response.status, body: (await response.json()) as { duplicate?: boolean } };
+        if (answer.status !== 503 || attempt === 100) return answer;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    const plans = [
+      ...Array.from({ length: 10 }, () => ({ copies: 20, spread: 1 })),
+      ...Array.from({ length: 10 }, () => ({ copies: 50, spread: 3 })),
+    ];
+    const events = plans.map(() => createTestEvent('payment.session.succeeded', BIZ));
+    const answers = await Promise.all(
+      plans.map(({ copies, spread }, e) => {
+        const body = JSON.stringify(events[e]);
+        return Promise.all(Array.from({ length: copies }, (_, c) => post(urls[c % spread] as string, body)));
+      }),
+    );
+    const counts = await effects(prefix, events.length);
+    for (const [e, event] of events.entries()) {
+      const replies = answers[e] ?? [];
+      expect(replies.every((r) => r.status === 200)).toBe(true);
+      expect(replies.filter((r) => r.body.duplicate !== true)).toHaveLength(1);
+      expect(Number(await redis.hget(`${prefix}:effects`, event.checksum))).toBe(1);
+    }
+    expect(counts).toHaveLength(events.length);
   });
 
   it('finishes every acknowledged event when an instance is killed with -9 mid-stream', async () => {

@@ -6,6 +6,13 @@ import { type Static, Type } from 'typebox';
 // service may add fields and a receiver must not refuse an authentic event for that.
 const open = { additionalProperties: true } as const;
 
+/**
+ * An integer that a JavaScript number holds exactly (|n| <= 2^53 - 1). A larger integer in a body
+ * has already lost digits once parsed, and `1E400` parses to Infinity: neither is a valid amount.
+ */
+const safeInteger = (options: { minimum?: number; description?: string } = {}) =>
+  Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER, ...options });
+
 /** A postal address: `line1`, `line2` (may be empty), `city`, `state`, `zip_code`, `country` (ISO 3166-1 alpha-2). */
 export const AddressSchema = Type.Object(
   {
@@ -68,8 +75,8 @@ export const CardPaymentMethodSchema = Type.Object(
     id: Type.String(),
     type: Type.Literal('card'),
     card_number: Type.String({ description: 'Masked, such as 424242******4242.' }),
-    expiry_month: Type.Integer(),
-    expiry_year: Type.Integer(),
+    expiry_month: safeInteger(),
+    expiry_year: safeInteger(),
   },
   { ...open, title: 'CardPaymentMethod' },
 );
@@ -146,8 +153,10 @@ export const PaymentSchema = Type.Object(
     id: Type.String({ description: 'Payment session id (UUID).' }),
     reference: Type.String(),
     correlation_id: Type.String(),
-    amount: Type.Integer({
-      description: 'Smallest currency unit; for the crypto-app method, the USD value.',
+    amount: safeInteger({
+      minimum: 0,
+      description:
+        'Smallest currency unit; for the crypto-app method, the USD value. A safe integer (at most 2^53 - 1).',
     }),
     currency: CurrencySchema,
     description: Type.String(),

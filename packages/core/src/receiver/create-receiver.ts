@@ -6,13 +6,16 @@ import { DEFAULT_MAX_DEPTH } from '../lexical-canonical-json.js';
 import { createMemoryStore } from '../store/memory-store.js';
 import type { IdempotencyStore } from '../store/types.js';
 import { isJsonContentType } from './content-type.js';
-import { silentLogger } from './logger.js';
+import { stderrLogger } from './logger.js';
 import { tooLarge } from './read-body.js';
 import { resolveRetry } from './retry.js';
 import type { ErrorInfo, EventHandler, Receiver, ReceiverOptions, ReceiverResult } from './types.js';
 import { createWorkQueue, type HandlerRegistry, type Job } from './work-queue.js';
 
 const DEFAULT_MAX_BODY = 1024 * 1024;
+/** Defaults of the bound on acknowledged-but-unfinished work (docs/decisions.md, "Back-pressure"). */
+export const DEFAULT_MAX_QUEUED_EVENTS = 1000;
+export const DEFAULT_MAX_QUEUED_BYTES = 16 * 1024 * 1024;
 
 function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {
   if (value === undefined) return fallback;
@@ -76,7 +79,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const concurrency = positive('concurrency', options.concurrency, 10);
   const handlerTimeoutMs = positive('handlerTimeoutMs', options.handlerTimeoutMs, 30_000);
   const retry = resolveRetry(options.retry);
-  const logger = options.logger ?? silentLogger;
+  const maxQueuedEvents = positive('maxQueuedEvents', options.maxQueuedEvents, DEFAULT_MAX_QUEUED_EVENTS);
+  const maxQueuedBytes = positive('maxQueuedBytes', options.maxQueuedBytes, DEFAULT_MAX_QUEUED_BYTES);
+  const logger = options.logger ?? stderrLogger;
   const instanceId = options.instanceId ?? randomUUID();
 
   const registry: HandlerRegistry = { byName: new Map(), any: [], unrecognized: [], deadLetter: [] };
@@ -105,8 +110,28 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     logger,
     registry,
     reportError,
+    maxQueuedEvents,
+    maxQueuedBytes,
   });
-  const { enqueue, recover } = work;
+  const { recover } = work;
+  const duplicate = (): ReceiverResult => ({
+    status: 200,
+    body: { received: true, duplicate: true },
+    headers: {},
+  });
+  const shuttingDown = () =>
+    refuse(new PayhookError('shutting_down', 'The receiver is shutting down; send the event again.'), {
+      'retry-after': '5',
+    });
+  const storeUnavailable = (cause?: unknown) =>
+    refuse(
+      new PayhookError(
+        'store_unavailable',
+        'The idempotency store did not answer; the event was not recorded, send it again.',
+        { cause },
+      ),
+      { 'retry-after': '5' },
+    );
 
   const refuse = (error: PayhookError, headers: Record<string, string> = {}): ReceiverResult => ({
     status: error.status,
@@ -127,6 +152,29 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     recoveryTimer = setInterval(runRecovery, recoveryIntervalMs);
     recoveryTimer.unref();
   }
+
+  /**
+   * The store holds `key` under this instance's own token, yet this instance holds nothing under
+   * it (admission let this request claim it): an earlier claim of this instance timed out, was
+   * answered 503, and then reached the store. The event is taken back at once rather than left to
+   * recovery when the lease lapses; `renew` passes only while this instance's lease is live, so no
+   * other instance can have it meanwhile.
+   */
+  const adoptLateClaim = async (
+    key: string,
+    claim: Extract<Awaited<ReturnType<IdempotencyStore['claim']>>, { status: 'duplicate' }>,
+  ): Promise<boolean> => {
+    if (claim.state !== 'processing' || claim.owner !== instanceId) return false;
+    try {
+      if (!(await store.renew(key, instanceId, leaseMs))) return false;
+    } catch (error) {
+      // Unsure: the lease lapses and recovery finishes the event.
+      reportError(error, { key, phase: 'store' });
+      return false;
+    }
+    logger.info({ key }, 'payhook: a claim of this instance that ran late was taken back');
+    return true;
+  };
 
   const receiver: Receiver = {
     instanceId,
@@ -160,14 +208,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     },
 
     async handle(request) {
-      if (closing) {
-        return refuse(
-          new PayhookError('shutting_down', 'The receiver is shutting down; send the event again.'),
-          {
-            'retry-after': '5',
-          },
-        );
-      }
+      if (closing) return shuttingDown();
       // Without trusted proxies the framework's address is checked as it is (the allow-list reads
       // every form of an address); it is normalized only for the log.
       const clientIp = trustedProxies
@@ -250,43 +291,54 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         return refuse(verified.error);
       }
       const key = `${verified.businessId}:${verified.payload.checksum.toLowerCase()}`;
-      if (work.has(key)) {
-        // This instance holds it already: a duplicate, whatever the store would say of its own owner.
-        return { status: 200, body: { received: true, duplicate: true }, headers: {} };
+      // The body as received, so another instance processes the very bytes that were verified.
+      const payload = envelope?.text ?? JSON.stringify(verified.payload);
+      // Admission and the claim's entry are one synchronous step: of concurrent copies on this
+      // instance exactly one asks the store, the others wait for its answer.
+      const admission = work.admit(key, payload.length);
+      switch (admission.kind) {
+        case 'duplicate':
+          return duplicate();
+        case 'pending':
+          // Acknowledged as a duplicate only once the first copy is recorded: if its claim
+          // fails, this copy is not recorded either.
+          return (await admission.decided) === 'failed' ? storeUnavailable() : duplicate();
+        case 'closing':
+          return shuttingDown();
+        case 'full':
+          logger.warn({ key }, 'payhook: event refused, the work queue is full (503 queue_full)');
+          return refuse(
+            new PayhookError(
+              'queue_full',
+              'The receiver holds as much unfinished work as it may; the event was not recorded, send it again later.',
+            ),
+            { 'retry-after': '10' },
+          );
       }
       let claim: Awaited<ReturnType<IdempotencyStore['claim']>>;
       try {
         claim = await store.claim(key, {
           owner: instanceId,
           leaseMs,
-          // The body as received, so another instance processes the very bytes that were verified.
-          payload: envelope?.text ?? JSON.stringify(verified.payload),
+          payload,
           businessId: verified.businessId,
         });
       } catch (error) {
+        work.decide(key, 'failed');
         reportError(error, { key, phase: 'store' });
-        return refuse(
-          new PayhookError(
-            'store_unavailable',
-            'The idempotency store did not answer; the event was not recorded, send it again.',
-            {
-              cause: error,
-            },
-          ),
-          { 'retry-after': '5' },
-        );
+        return storeUnavailable(error);
       }
-      if (claim.status === 'duplicate') {
+      if (claim.status === 'duplicate' && !(await adoptLateClaim(key, claim))) {
+        work.decide(key, 'duplicate');
         logger.debug({ key, state: claim.state }, 'payhook: duplicate delivery acknowledged');
-        return { status: 200, body: { received: true, duplicate: true }, headers: {} };
+        return duplicate();
       }
-      const job: Job = { key, payload: verified.payload, businessId: verified.businessId };
-      work.claimed(key);
+      work.decide(key, 'claimed', { key, payload: verified.payload, businessId: verified.businessId });
       return {
         status: 200,
         body: { received: true },
         headers: {},
-        afterResponse: () => enqueue(job),
+        afterResponse: () => work.start(key),
       };
     },
 
@@ -295,14 +347,35 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       if (!record) return { status: 'not_found' };
       if (record.state !== 'failed') return { status: 'not_failed', state: record.state };
       if (record.payload === undefined) return { status: 'not_found' };
-      const claim = await store.claim(key, {
-        owner: instanceId,
-        leaseMs,
-        payload: record.payload,
-        businessId: record.businessId ?? '',
-      });
-      if (claim.status === 'duplicate') return { status: 'not_failed', state: claim.state };
-      enqueue({ key, payload: JSON.parse(record.payload), businessId: record.businessId ?? '' });
+      const job: Job = { key, payload: JSON.parse(record.payload), businessId: record.businessId ?? '' };
+      const admission = work.admit(key, record.payload.length);
+      if (admission.kind === 'duplicate' || admission.kind === 'pending') {
+        return { status: 'not_failed', state: 'processing' };
+      }
+      if (admission.kind === 'full') {
+        throw new PayhookError('queue_full', 'The work queue is full; replay the event once it has room.');
+      }
+      if (admission.kind === 'closing') {
+        throw new PayhookError('shutting_down', 'The receiver is shutting down; replay the event elsewhere.');
+      }
+      let claim: Awaited<ReturnType<IdempotencyStore['claim']>>;
+      try {
+        claim = await store.claim(key, {
+          owner: instanceId,
+          leaseMs,
+          payload: record.payload,
+          businessId: job.businessId,
+        });
+      } catch (error) {
+        work.decide(key, 'failed');
+        throw error;
+      }
+      if (claim.status === 'duplicate') {
+        work.decide(key, 'duplicate');
+        return { status: 'not_failed', state: claim.state };
+      }
+      work.decide(key, 'claimed', job);
+      work.start(key);
       return { status: 'replayed' };
     },
 
@@ -315,7 +388,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     async close() {
       closing = true;
       if (recoveryTimer) clearInterval(recoveryTimer);
-      await work.idle();
+      // Every request admitted before this point is decided and, if acknowledged, processed.
+      await work.close();
       if (!options.store) await store.close?.();
     },
   };

@@ -19,3 +19,35 @@ const noop = () => {};
  * ```
  */
 export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop };
+
+/**
+ * The default logger of a receiver: warnings and errors, one line each on stderr (an authentic
+ * event that no handler took, a dead letter, a refused request, a store error); debug and info
+ * are dropped. Pass a logger of your own (pino), or `silentLogger` to print nothing.
+ *
+ * @example
+ * ```ts
+ * createReceiver({ businessIds, allowedIps }); // warnings on stderr
+ * createReceiver({ businessIds, allowedIps, logger: silentLogger }); // quiet, deliberately
+ * ```
+ */
+export const stderrLogger: Logger = {
+  debug: noop,
+  info: noop,
+  warn: (obj, msg) => writeLine('WARN', obj, msg),
+  error: (obj, msg) => writeLine('ERROR', obj, msg),
+};
+
+function writeLine(level: string, obj: object, msg: string | undefined): void {
+  let fields = '';
+  try {
+    fields = JSON.stringify(obj, (_key, value: unknown) =>
+      value instanceof Error
+        ? { name: value.name, message: value.message, code: (value as { code?: unknown }).code }
+        : value,
+    );
+  } catch {
+    // A field that cannot be written (a cycle, a BigInt) never costs the line itself.
+  }
+  process.stderr.write(`${level} ${msg ?? 'payhook'}${fields && fields !== '{}' ? ` ${fields}` : ''}\n`);
+}

@@ -35,7 +35,21 @@ export interface ReceiverOptions {
   handlerTimeoutMs?: number;
   /** Local retries of a failing handler. */
   retry?: RetryOptions;
-  /** A pino-compatible logger (default: silent). */
+  /**
+   * Most events held at once, acknowledged but not finished (being claimed, queued or running;
+   * default 1,000). Past it a request is answered 503 `queue_full` with `Retry-After`, and
+   * nothing is recorded, so the sender's retry brings the event back.
+   */
+  maxQueuedEvents?: number;
+  /**
+   * Most body bytes held at once over the same events (default 16 MiB). One event alone is
+   * always taken, whatever its size, up to `maxBodyBytes`.
+   */
+  maxQueuedBytes?: number;
+  /**
+   * A pino-compatible logger. Default: warnings and errors on stderr (`stderrLogger`), so an
+   * event acknowledged but not handled is never silent; pass `silentLogger` to print nothing.
+   */
   logger?: Logger;
   /** Token of this instance in the store (default: a random UUID). */
   instanceId?: string;
@@ -129,9 +143,13 @@ export interface Receiver {
   replay(key: string): Promise<ReplayResult>;
   /** Claims and processes events whose owner died; returns how many. Runs at start and on a timer. */
   recover(): Promise<number>;
-  /** Resolves when nothing is queued or running. */
+  /** Resolves when nothing is being claimed, queued or running (call `afterResponse` first). */
   idle(): Promise<void>;
-  /** Stops intake (503 `shutting_down`) and drains what was accepted. */
+  /**
+   * Stops intake (503 `shutting_down`) and resolves once every request answered 200 has been
+   * processed and its outcome recorded, whatever the interleaving: claims in flight are
+   * decided, and accepted events are started even if their response was not written yet.
+   */
   close(): Promise<void>;
   readonly instanceId: string;
   readonly maxBodyBytes: number;

@@ -34,6 +34,40 @@ export interface WorkQueueOptions {
   logger: Logger;
   registry: HandlerRegistry;
   reportError(error: unknown, info: ErrorInfo): void;
+  /** Most events held at once: being claimed, accepted, queued or running. */
+  maxQueuedEvents: number;
+  /** Most body bytes held at once, over the same events. */
+  maxQueuedBytes: number;
+}
+
+/**
+ * What {@link WorkQueue.admit} decided for a verified request:
+ * - `admitted`: the key is this request's to claim; report the claim with `decide`;
+ * - `duplicate`: this instance holds the key already (accepted, queued or running);
+ * - `pending`: another request of this instance is claiming the key; `decided` settles with that
+ *   claim's outcome (`claimed` or `duplicate` make this copy a duplicate, `failed` a 503 as well);
+ * - `full`: the bound on held work is reached; nothing was recorded;
+ * - `closing`: the queue is closing and takes nothing new.
+ */
+export type Admission =
+  | { kind: 'admitted' | 'duplicate' | 'full' | 'closing' }
+  | { kind: 'pending'; decided: Promise<ClaimOutcome> };
+
+/** How a claim ended, for the copies that waited on it. */
+export type ClaimOutcome = 'claimed' | 'duplicate' | 'failed';
+
+/**
+ * An event this instance holds, from the moment a request is admitted to claim it until its outcome
+ * is recorded. Its key stays in `entries` all that time, so no second copy is claimed meanwhile.
+ */
+interface Entry {
+  bytes: number;
+  /** True until the store answered the claim. */
+  claiming: boolean;
+  /** Copies of this event that arrived while the claim was undecided. */
+  waiters: ((outcome: ClaimOutcome) => void)[] | undefined;
+  /** The accepted job, until it is started. */
+  job: Job | undefined;
 }
 
 /**
@@ -50,8 +84,16 @@ export interface WorkQueueOptions {
  */
 export function createWorkQueue(options: WorkQueueOptions) {
   const { store, instanceId, leaseMs, handlerTimeoutMs, retry, logger, registry, reportError } = options;
-  const concurrency = options.concurrency;
+  const { concurrency, maxQueuedEvents, maxQueuedBytes } = options;
   const queue = new PQueue({ concurrency });
+
+  // Every event this instance holds, by key, and the body bytes they carry (the bound on held work).
+  const entries = new Map<string, Entry>();
+  let heldBytes = 0;
+  let closed = false;
+  // Resolved when `entries` empties (idle and close wait on it).
+  let emptied: (() => void)[] = [];
+  let recovering: Promise<number> | undefined;
 
   // Accepted events waiting for a worker, in order; `head` is the next one.
   let waiting: Job[] = [];
@@ -93,8 +135,7 @@ export function createWorkQueue(options: WorkQueueOptions) {
     }
   };
 
-  const enqueue = (job: Job) => {
-    inFlight.add(job.key);
+  const run = (job: Job) => {
     waiting.push(job);
     if (starting === undefined && workers < concurrency) {
       starting = new Promise<void>((resolve) =>
@@ -107,13 +148,90 @@ export function createWorkQueue(options: WorkQueueOptions) {
     }
   };
 
-  /** Resolves when nothing is waiting, starting or running. */
-  const idle = async () => {
-    for (;;) {
-      if (starting !== undefined) await starting;
-      await queue.onIdle();
-      if (starting === undefined && head >= waiting.length) return;
+  /**
+   * Decides whether a verified request may claim `key`: synchronously, so that of concurrent
+   * copies exactly one is admitted, and before the store is asked, so that the bound holds for
+   * claims in flight too. An event alone is admitted whatever its size.
+   */
+  const admit = (key: string, bytes: number): Admission => {
+    if (closed) return CLOSING;
+    const entry = entries.get(key);
+    if (entry !== undefined) {
+      if (!entry.claiming) return DUPLICATE;
+      const waiters = (entry.waiters ??= []);
+      return { kind: 'pending', decided: new Promise((resolve) => waiters.push(resolve)) };
     }
+    if (entries.size >= maxQueuedEvents || (entries.size > 0 && heldBytes + bytes > maxQueuedBytes)) {
+      return FULL;
+    }
+    entries.set(key, { bytes, claiming: true, waiters: undefined, job: undefined });
+    heldBytes += bytes;
+    return ADMITTED;
+  };
+
+  /**
+   * The store's answer to an admitted claim: with `job` the event was claimed and waits for
+   * `start` (at once if the queue is closing); without, the key is let go.
+   */
+  const decide = (key: string, outcome: ClaimOutcome, job?: Job) => {
+    const entry = entries.get(key);
+    if (entry === undefined) return;
+    const waiters = entry.waiters;
+    entry.waiters = undefined;
+    entry.claiming = false;
+    if (outcome === 'claimed' && job !== undefined) {
+      entry.job = job;
+      if (closed) start(key);
+    } else {
+      release(key, entry);
+    }
+    if (waiters !== undefined) for (const resolve of waiters) resolve(outcome);
+  };
+
+  /** Starts the accepted job of `key`; does nothing if it started already. */
+  const start = (key: string) => {
+    const entry = entries.get(key);
+    const job = entry?.job;
+    if (job === undefined) return;
+    (entry as Entry).job = undefined;
+    run(job);
+  };
+
+  /** Holds and starts a job that did not come through a request (recovery, replay). */
+  const enqueue = (job: Job, bytes: number) => {
+    if (entries.has(job.key)) return false;
+    entries.set(job.key, { bytes, claiming: false, waiters: undefined, job: undefined });
+    heldBytes += bytes;
+    run(job);
+    return true;
+  };
+
+  const release = (key: string, entry: Entry) => {
+    entries.delete(key);
+    heldBytes -= entry.bytes;
+    if (entries.size === 0 && emptied.length > 0) {
+      const resolvers = emptied;
+      emptied = [];
+      for (const resolve of resolvers) resolve();
+    }
+  };
+
+  /** Resolves when nothing is being claimed, accepted, queued or running. */
+  const idle = (): Promise<void> => {
+    if (entries.size === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => emptied.push(resolve));
+  };
+
+  /**
+   * Stops intake and finishes what was admitted: claims in flight are decided, every accepted
+   * event is started whether or not its response was written, and a recovery in progress ends;
+   * resolves once all of it has been processed and recorded.
+   */
+  const close = async () => {
+    closed = true;
+    if (recovering !== undefined) await recovering.catch(() => 0);
+    for (const [key, entry] of entries) if (entry.job !== undefined) start(key);
+    await idle();
   };
 
   // Handler timeouts. Attempts start in order and share one timeout, so their deadlines come in
@@ -226,8 +344,6 @@ export function createWorkQueue(options: WorkQueueOptions) {
     });
   }
 
-  // Keys this instance claimed and has not finished: claimed, queued or running.
-  const inFlight = new Set<string>();
   // Leases of the events being processed, renewed together by one timer rather than one per event.
   // The timer runs while anything is held; it stops at the first tick that finds nothing.
   const held = new Map<string, { lost: boolean }>();
@@ -257,6 +373,25 @@ export function createWorkQueue(options: WorkQueueOptions) {
     return lease;
   };
 
+  /**
+   * An authentic event that no handler will see is acknowledged (the sender must not retry it),
+   * so it is never dropped in silence: unless onUnrecognized takes it, or handlers take an event
+   * name payhook does not know yet, it is logged.
+   */
+  function warnUnhandled(job: Job, parsed: Extract<ParseEventResult, { kind: 'unrecognized' }>): void {
+    if (registry.unrecognized.length > 0) return;
+    if (
+      parsed.reason === 'unknown_event' &&
+      (registry.any.length > 0 || registry.byName.has(job.payload.event))
+    ) {
+      return;
+    }
+    logger.warn(
+      { key: job.key, event: job.payload.event, reason: parsed.reason, issues: parsed.issues },
+      `payhook: authentic event ${job.payload.event} acknowledged but not handled (${parsed.reason}); register onUnrecognized to handle such events`,
+    );
+  }
+
   async function process(job: Job): Promise<void> {
     // The lease is held, and renewed, until the outcome is recorded.
     const lease = hold(job.key);
@@ -264,6 +399,7 @@ export function createWorkQueue(options: WorkQueueOptions) {
     let attempts = 0;
     try {
       const parsed = parseEvent(job.payload);
+      if (parsed.kind === 'unrecognized') warnUnhandled(job, parsed);
       for (let n = 1; n <= retry.attempts; n++) {
         attempts = n;
         try {
@@ -290,7 +426,8 @@ export function createWorkQueue(options: WorkQueueOptions) {
       // Only once the store knows the outcome may a new delivery of this key be claimed here
       // again; from then on it may, even while the dead-letter callbacks below still run (a
       // redelivery of a failed event is a second chance, not a duplicate).
-      inFlight.delete(job.key);
+      const entry = entries.get(job.key);
+      if (entry !== undefined) release(job.key, entry);
     }
     const letter: DeadLetter = {
       key: job.key,
@@ -337,36 +474,51 @@ export function createWorkQueue(options: WorkQueueOptions) {
     }
   }
 
-  async function recover(): Promise<number> {
+  /**
+   * Claims and processes events whose owner's lease lapsed, no more than the room left under the
+   * bound; one recovery at a time.
+   */
+  function recover(): Promise<number> {
+    if (closed) return Promise.resolve(0);
+    recovering ??= recoverBatches().finally(() => {
+      recovering = undefined;
+    });
+    return recovering;
+  }
+
+  async function recoverBatches(): Promise<number> {
     let count = 0;
     for (;;) {
-      const batch = await store.recover(instanceId, leaseMs, 100);
+      const room = closed ? 0 : Math.min(100, maxQueuedEvents - entries.size);
+      if (room <= 0) return count;
+      const batch = await store.recover(instanceId, leaseMs, room);
       for (const recovered of batch) {
         try {
-          enqueue({
+          const job = {
             key: recovered.key,
             payload: JSON.parse(recovered.payload),
             businessId: recovered.businessId,
-          });
-          count++;
+          };
+          // A key held here already is this instance's own event, whose lease ran out while it ran.
+          if (enqueue(job, recovered.payload.length)) count++;
         } catch (error) {
           reportError(error, { key: recovered.key, phase: 'recovery' });
         }
       }
-      if (batch.length < 100) return count;
+      if (batch.length < room) return count;
     }
   }
 
-  return {
-    enqueue,
-    recover,
-    /** True while this instance holds `key`: claimed, queued or running. */
-    has: (key: string) => inFlight.has(key),
-    /** Marks a key claimed by this instance, before its job is enqueued. */
-    claimed: (key: string) => inFlight.add(key),
-    idle,
-  };
+  return { admit, decide, start, enqueue, recover, idle, close };
 }
+
+/** The work queue of a receiver. */
+export type WorkQueue = ReturnType<typeof createWorkQueue>;
+
+const ADMITTED: Admission = { kind: 'admitted' };
+const DUPLICATE: Admission = { kind: 'duplicate' };
+const FULL: Admission = { kind: 'full' };
+const CLOSING: Admission = { kind: 'closing' };
 
 const NONE: readonly never[] = [];
 

@@ -80,9 +80,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
       let previous: 'new' | 'failed' | 'expired' = 'new';
       if (record) {
         if (record.state === 'done') return { status: 'duplicate', state: 'done' };
-        // The owner's own claim again is one that ran late; the receiver refuses its own duplicates.
-        if (record.state === 'processing' && (record.leaseUntil ?? 0) > t && record.owner !== request.owner) {
-          return { status: 'duplicate', state: 'processing' };
+        // A live lease is never granted twice, not even to its own owner (docs/decisions.md,
+        // "Exactly once across copies").
+        if (record.state === 'processing' && (record.leaseUntil ?? 0) > t) {
+          return { status: 'duplicate', state: 'processing', owner: record.owner ?? '' };
         }
         previous = record.state === 'failed' ? 'failed' : 'expired';
       }

@@ -13,9 +13,9 @@
 export interface IdempotencyStore {
   /**
    * Atomically claims `key` for `owner` under a lease of `leaseMs`, recording the verified payload
-   * in the same step. Claims an unknown key, a failed one, one whose lease lapsed, or one this
-   * owner holds already (its own claim that ran late); refuses (`duplicate`) one that is done or
-   * held by another owner under a live lease.
+   * in the same step. Claims an unknown key, a failed one, or one whose lease lapsed; refuses
+   * (`duplicate`) one that is done or held under a live lease, by any owner, this one included:
+   * of any number of concurrent claims of one key exactly one is `claimed`.
    */
   claim(key: string, claim: ClaimRequest): Promise<ClaimResult>;
   /** Extends the lease of a key this owner holds; false if it no longer holds it. */
@@ -51,7 +51,13 @@ export interface ClaimRequest {
 /** The outcome of a claim. */
 export type ClaimResult =
   | { status: 'claimed'; attempts: number; previous: 'new' | 'failed' | 'expired' }
-  | { status: 'duplicate'; state: 'processing' | 'done' };
+  | { status: 'duplicate'; state: 'done' }
+  /**
+   * Held under a live lease by `owner`. An owner that finds its own token here while it holds
+   * nothing under the key made a claim that ran late (it timed out, then reached the store): it may
+   * take the event back with `renew`, which only its own live lease passes.
+   */
+  | { status: 'duplicate'; state: 'processing'; owner: string };
 
 /** A record as stored. */
 export interface StoredEvent {

@@ -42,7 +42,11 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         attempts: 1,
         previous: 'new',
       });
-      expect(await store.claim(key, request('b'))).toEqual({ status: 'duplicate', state: 'processing' });
+      expect(await store.claim(key, request('b'))).toEqual({
+        status: 'duplicate',
+        state: 'processing',
+        owner: 'a',
+      });
       const record = await store.get(key);
       expect(record).toMatchObject({
         key,
@@ -54,16 +58,83 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       expect(record?.payload).toBe('{"event":"e","data":{},"checksum":"c"}');
     });
 
-    it("takes back a key its own owner holds (a claim of that owner's that ran late)", async () => {
+    it('never grants a live lease twice, not even to the owner that holds it', async () => {
       const store = await open();
       const key = randomUUID();
       await store.claim(key, request('a'));
       expect(await store.claim(key, request('a'))).toEqual({
-        status: 'claimed',
-        attempts: 2,
-        previous: 'expired',
+        status: 'duplicate',
+        state: 'processing',
+        owner: 'a',
       });
+      expect(await store.get(key)).toMatchObject({ owner: 'a', attempts: 1 });
       expect(await store.complete(key, 'a')).toBe(true);
+    });
+
+    describe('concurrency', () => {
+      // Claims are started together and awaited together: on Redis they reach the server in one
+      // pipeline burst, on the memory store they interleave at every await.
+      const burst = (store: IdempotencyStore, key: string, owners: string[]) =>
+        Promise.all(owners.map((owner) => store.claim(key, request(owner))));
+
+      it.each([1, 2, 20, 200])(
+        '%i concurrent claims of one key from one owner: exactly one claimed',
+        async (n) => {
+          const store = await open();
+          const key = randomUUID();
+          const results = await burst(
+            store,
+            key,
+            Array.from({ length: n }, () => 'same-owner'),
+          );
+          expect(results.filter((r) => r.status === 'claimed')).toHaveLength(1);
+          expect(results.filter((r) => r.status === 'duplicate')).toHaveLength(n - 1);
+          expect(await store.get(key)).toMatchObject({
+            state: 'processing',
+            owner: 'same-owner',
+            attempts: 1,
+          });
+        },
+      );
+
+      it.each([2, 20, 200])(
+        '%i concurrent claims of one key from several owners: exactly one claimed',
+        async (n) => {
+          const store = await open();
+          const key = randomUUID();
+          const owners = Array.from({ length: n }, (_, i) => `owner-${i % 3}`);
+          const results = await burst(store, key, owners);
+          expect(results.filter((r) => r.status === 'claimed')).toHaveLength(1);
+          const winner = owners[results.findIndex((r) => r.status === 'claimed')];
+          expect(await store.get(key)).toMatchObject({ owner: winner, attempts: 1 });
+        },
+      );
+
+      it('concurrent claims of a failed key: exactly one takes the second chance', async () => {
+        const store = await open();
+        const key = randomUUID();
+        await store.claim(key, request('a'));
+        await store.fail(key, 'a', 'Error: boom');
+        const results = await burst(store, key, ['a', 'a', 'b', 'c', 'b']);
+        expect(results.filter((r) => r.status === 'claimed')).toEqual([
+          { status: 'claimed', attempts: 2, previous: 'failed' },
+        ]);
+      });
+
+      it('concurrent claims and recoveries of a lapsed lease: exactly one new owner', async () => {
+        const store = await open();
+        const key = randomUUID();
+        await store.claim(key, request('dead', 30));
+        await wait(70);
+        const [claims, recovered] = await Promise.all([
+          burst(store, key, ['a', 'b', 'a', 'c']),
+          Promise.all([store.recover('r1', LONG, 10), store.recover('r2', LONG, 10)]),
+        ]);
+        const winners =
+          claims.filter((r) => r.status === 'claimed').length +
+          recovered.flat().filter((r) => r.key === key).length;
+        expect(winners).toBe(1);
+      });
     });
 
     it('keeps keys apart', async () => {
@@ -139,7 +210,11 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
         await wait(40);
         expect(await store.renew(key, 'a', 100)).toBe(true);
       }
-      expect(await store.claim(key, request('b'))).toEqual({ status: 'duplicate', state: 'processing' });
+      expect(await store.claim(key, request('b'))).toEqual({
+        status: 'duplicate',
+        state: 'processing',
+        owner: 'a',
+      });
       expect(await store.recover('b', LONG, 10)).toEqual([]);
     });
 
