@@ -14,6 +14,7 @@ import {
 } from '@payhook/core';
 import { createTestEvent, signEvent } from '@payhook/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
+import { oversizedBody, writeThenRead } from '../support/raw-http.js';
 
 /** A running app with the adapter mounted at /webhooks. */
 export interface RunningApp {
@@ -75,6 +76,27 @@ interface AnswerBody {
   error: { code: string; message: string; details?: { field?: string; message: string }[] };
 }
 const json = (res: Response) => res.json() as Promise<AnswerBody>;
+
+const MiB = 1024 * 1024;
+// Built once: the oversized bodies the 413 tests write, again and again.
+const bodies = new Map<number, Buffer>();
+const bodyOf = (size: number) => {
+  const body = bodies.get(size) ?? oversizedBody(size);
+  bodies.set(size, body);
+  return body;
+};
+
+/** Content-Type values that are not JSON media types, however a parser reads them. */
+const NOT_JSON_TYPES = [
+  '',
+  ';',
+  ' ; ',
+  'application',
+  '/',
+  'json',
+  ';charset=utf-8',
+  'application/json garbage',
+];
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -270,6 +292,48 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
         const { post } = await setup();
         const res = await post(validBody(), { 'content-type': 'text/plain' });
         expect(res.status).toBe(415);
+      });
+
+      it('answers 415 unsupported_media_type to an empty, a ";" and other Content-Types that are not JSON', async () => {
+        const { app } = await setup();
+        for (const contentType of NOT_JSON_TYPES) {
+          const answer = await writeThenRead({
+            url: app.url,
+            body: Buffer.from(validBody()),
+            contentType,
+            headers: { connection: 'close' },
+          });
+          expect(answer.status, JSON.stringify(contentType)).toBe(415);
+          expect(JSON.parse(answer.body).error.code, JSON.stringify(contentType)).toBe(
+            'unsupported_media_type',
+          );
+        }
+      });
+
+      it('answers 415 unsupported_media_type to a body without a Content-Type', async () => {
+        const { app } = await setup();
+        const answer = await writeThenRead({
+          url: app.url,
+          body: Buffer.from(validBody()),
+          contentType: null,
+          headers: { connection: 'close' },
+        });
+        expect(answer.status).toBe(415);
+        expect(JSON.parse(answer.body).error.code).toBe('unsupported_media_type');
+      });
+
+      it('checks the client address before the Content-Type: 403 to a refused address, whatever the type', async () => {
+        const { app } = await setup({ allowedIps: ['203.0.113.0/24'] });
+        for (const contentType of [';', '', 'text/plain']) {
+          const answer = await writeThenRead({
+            url: app.url,
+            body: Buffer.from(validBody()),
+            contentType,
+            headers: { connection: 'close' },
+          });
+          expect(answer.status, JSON.stringify(contentType)).toBe(403);
+          expect(JSON.parse(answer.body).error.code).toBe('ip_not_allowed');
+        }
       });
 
       it('answers 400 malformed_payload to invalid JSON and missing fields', async () => {
@@ -488,7 +552,7 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
         });
       }
       if (!bodyParser) {
-        it('answers 413 to an oversized body without reading all of it', async () => {
+        it('answers 413 to an oversized body before the body ends', async () => {
           const { app } = await setup({ maxBodyBytes: 4096 });
           const status = await new Promise<number>((resolve, reject) => {
             const url = new URL(`${app.url}/webhooks`);
@@ -512,6 +576,57 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
           });
           expect(status).toBe(413);
         });
+
+        it('accepts JSON media types written loosely (case, parameters, a trailing ";")', async () => {
+          const { post } = await setup();
+          for (const contentType of [
+            'Application/JSON',
+            'application/json;',
+            'application/json; charset=utf-8',
+            'application/json;charset=UTF-8; foo=bar',
+            'application/vnd.payhook+json',
+          ]) {
+            const res = await post(validBody(), { 'content-type': contentType });
+            expect(res.status, contentType).toBe(200);
+          }
+        });
+
+        // A client that writes its whole body before it reads (as many do) must read the 413, not
+        // a reset: the receiver reads and discards the rest of the body up to its drain cap.
+        for (const [label, size, times] of [
+          ['2 MiB', 2 * MiB, 20],
+          ['16 MiB', 16 * MiB, 20],
+        ] as const) {
+          for (const chunked of [false, true]) {
+            it(`answers a ${label} body (${chunked ? 'chunked' : 'Content-Length'}) with a 413 that a client writing it all first reads`, async () => {
+              const { app, post } = await setup();
+              for (let attempt = 1; attempt <= times; attempt++) {
+                const answer = await writeThenRead({ url: app.url, body: bodyOf(size), chunked });
+                const what = `attempt ${attempt}: ${JSON.stringify(answer)}`;
+                expect(answer.writeError, what).toBeUndefined();
+                expect(answer.status, what).toBe(413);
+                expect(answer.headers.connection, what).toBe('close');
+                expect(JSON.parse(answer.body).error.code, what).toBe('payload_too_large');
+              }
+              expect((await post(validBody())).status).toBe(200);
+            }, 120_000);
+          }
+        }
+
+        it('closes the connection of a body past the drain cap without hanging, and stays healthy', async () => {
+          const { app, post } = await setup();
+          // Declared past the default cap (32 MiB): refused at once, nothing read, connection closed.
+          const declared = await writeThenRead({
+            url: app.url,
+            body: bodyOf(2 * MiB),
+            declaredLength: 64 * MiB,
+          });
+          if (declared.status !== undefined) expect(declared.status).toBe(413);
+          // Chunked past the cap: read up to it, then the connection is closed.
+          const chunked = await writeThenRead({ url: app.url, body: bodyOf(40 * MiB), chunked: true });
+          if (chunked.status !== undefined) expect(chunked.status).toBe(413);
+          expect((await post(validBody())).status).toBe(200);
+        }, 120_000);
 
         it('answers 413 at once to a declared Content-Length over the limit', async () => {
           const { post } = await setup({ maxBodyBytes: 1024 });

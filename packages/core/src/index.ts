@@ -80,7 +80,12 @@ export {
 export type { Logger } from './receiver/logger.js';
 export { silentLogger, stderrLogger } from './receiver/logger.js';
 export type { BodyStream } from './receiver/read-body.js';
-export { readRawBody } from './receiver/read-body.js';
+export {
+  DEFAULT_MAX_DRAIN_BYTES,
+  defaultMaxDrainBytes,
+  readRawBody,
+  resolveMaxDrainBytes,
+} from './receiver/read-body.js';
 export type { RetryOptions } from './receiver/retry.js';
 export { DEFAULT_RETRY, retryDelay } from './receiver/retry.js';
 export type {

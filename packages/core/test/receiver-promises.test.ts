@@ -348,7 +348,7 @@ describe('never silent', () => {
     const { lines, logger } = capture();
     const receiver = createReceiver({ businessIds: [BIZ], allowAnyIp: true, recoveryIntervalMs: 0, logger });
     receiver.on('payment.session.created', () => {});
-    const data = { ...createTestEvent('payment.session.created', BIZ).data, amount: 9007199254740993 };
+    const data = { ...createTestEvent('payment.session.created', BIZ).data, amount: 2 ** 60 };
     respond(await receiver.handle(request(signEvent('payment.session.created', data, BIZ))));
     await receiver.idle();
     expect(lines.filter((l) => /not handled \(invalid_data\)/.test(l))).toHaveLength(1);

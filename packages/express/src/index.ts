@@ -75,7 +75,10 @@ export function payhook(receiver: Receiver): PayhookMiddleware {
         forwardedFor: req.headers['x-forwarded-for'],
         rawBody,
         parsedBody: rawBody === undefined && consumed ? req.body : undefined,
-        readBody: consumed ? undefined : (maxBytes) => readRawBody(req, maxBytes),
+        // The drain cap is passed on when the receiver gives one (readRawBody has a default).
+        readBody: consumed
+          ? undefined
+          : (maxBytes: number, maxDrainBytes?: number) => readRawBody(req, maxBytes, maxDrainBytes),
       })
       .then((result) => {
         // Written directly rather than with res.json(): a webhook acknowledgement needs none of

@@ -1,5 +1,5 @@
-import { PayhookError, type Receiver, runAfterResponse } from '@payhook/core';
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { isPayhookError, PayhookError, type Receiver, readRawBody, runAfterResponse } from '@payhook/core';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 
 /** Options of the Fastify plugin. */
@@ -31,49 +31,59 @@ const plugin: FastifyPluginAsync<PayhookFastifyOptions> = async (fastify, option
   const bare = path.replace(/\/+$/, '') || '/';
   fastify.decorate('payhook', receiver);
 
-  // An encapsulated scope: its content-type parser keeps the raw bytes for the webhook route only,
-  // and every other route keeps Fastify's own parsers.
+  // An encapsulated scope, so that its hook and error handler apply to the webhook route only.
+  // The pipeline runs in the route's preParsing stage, before Fastify parses anything: the body is
+  // read by the receiver itself (after the address, method and Content-Type checks, as on the
+  // other adapters), so every request gets the receiver's own answer, in the receiver's order.
   await fastify.register(async (scope: FastifyInstance) => {
-    scope.removeAllContentTypeParsers();
-    const keepRaw = { parseAs: 'buffer', bodyLimit: receiver.maxBodyBytes } as const;
-    const raw = (_req: FastifyRequest, body: Buffer, done: (error: null, body: Buffer) => void) =>
-      done(null, body);
-    // JSON by name as well as the catch-all: Fastify caches the parser it finds for a content
-    // type by name, but looks the catch-all up afresh (parsing the header) on every request.
-    scope.addContentTypeParser('application/json', keepRaw, raw);
-    scope.addContentTypeParser('*', keepRaw, raw);
-    scope.setErrorHandler((error: { statusCode?: number; code?: string }, request, reply) => {
-      // Fastify's own refusals on this route (body too large, for instance) speak payhook's error
-      // shape; anything else is a fault of this server, not of the request.
+    scope.setErrorHandler((error: { statusCode?: number }, request, reply) => {
+      // The receiver answers requests itself, so what lands here is a fault of this server; a
+      // client error raised by another plugin's hook keeps its status, in payhook's error shape.
       const status = error.statusCode ?? 500;
-      const payhookError =
-        status === 413
+      const payhookError = isPayhookError(error)
+        ? error
+        : status === 413
           ? new PayhookError('payload_too_large', `The body is larger than ${receiver.maxBodyBytes} bytes.`, {
               cause: error,
             })
-          : status >= 400 && status < 500
-            ? new PayhookError('malformed_payload', 'The request body could not be read.', {
-                cause: error,
-                status,
-              })
-            : new PayhookError('internal_error', 'The webhook could not be handled; send it again.', {
-                cause: error,
-              });
+          : status === 415
+            ? new PayhookError(
+                'unsupported_media_type',
+                'Webhook events are JSON: send Content-Type: application/json.',
+                { cause: error },
+              )
+            : status >= 400 && status < 500
+              ? new PayhookError('malformed_payload', 'The request could not be read.', {
+                  cause: error,
+                  status,
+                })
+              : new PayhookError('internal_error', 'The webhook could not be handled; send it again.', {
+                  cause: error,
+                });
       if (payhookError.status >= 500) request.log.error({ err: error }, 'payhook: webhook route failed');
       reply.code(payhookError.status).send(payhookError.toJSON());
     });
-    const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-      const result = await receiver.handle({
-        method: request.method,
-        contentType: request.headers['content-type'],
-        remoteAddress: request.socket.remoteAddress,
-        clientIp: request.ip,
-        forwardedFor: request.headers['x-forwarded-for'],
-        // A request without a body never reaches the content-type parser: an empty body, then.
-        rawBody: request.body instanceof Uint8Array ? request.body : '',
-      });
-      if (result.afterResponse) runAfterResponse(reply.raw, result.afterResponse);
-      return reply.code(result.status).headers(result.headers).send(result.body);
+    scope.addHook('preParsing', (request, reply, payload, done) => {
+      receiver
+        .handle({
+          method: request.method,
+          contentType: request.headers['content-type'],
+          remoteAddress: request.socket.remoteAddress,
+          clientIp: request.ip,
+          forwardedFor: request.headers['x-forwarded-for'],
+          // `payload` is the request itself, or what an earlier preParsing hook made of it. The
+          // drain cap is passed on when the receiver gives one (readRawBody has a default).
+          readBody: (maxBytes: number, maxDrainBytes?: number) =>
+            readRawBody(payload, maxBytes, maxDrainBytes),
+        })
+        .then((result) => {
+          if (result.afterResponse) runAfterResponse(reply.raw, result.afterResponse);
+          // Answered here, `done` is not called: Fastify neither parses the body nor runs the handler.
+          reply.code(result.status).headers(result.headers).send(result.body);
+        }, done);
+    });
+    const handler = async () => {
+      throw new Error('payhook: the webhook route was reached past its preParsing hook');
     };
     for (const url of new Set([bare, bare === '/' ? '/' : `${bare}/`])) {
       scope.route({ method: [...METHODS], url, handler });
@@ -83,10 +93,12 @@ const plugin: FastifyPluginAsync<PayhookFastifyOptions> = async (fastify, option
 
 /**
  * Fastify 5 plugin that receives the service's webhook events through a payhook receiver on one
- * route (`path`, with and without a trailing slash; other methods answer 405). The route keeps
- * the raw body for verification through its own encapsulated content-type parser; every other
- * route is untouched. The client address is `request.ip` (Fastify's `trustProxy` applies) unless
- * the receiver has `trustedProxies`. The receiver is available as `fastify.payhook`.
+ * route (`path`, with and without a trailing slash; other methods answer 405). The receiver's
+ * pipeline runs in the route's own preParsing hook and reads the raw body itself, so Fastify's
+ * content-type parsers, `bodyLimit` and the route's later hooks (preValidation, preHandler) do not
+ * apply to it; the receiver's `maxBodyBytes` does. Every other route is untouched. The client
+ * address is `request.ip` (Fastify's `trustProxy` applies) unless the receiver has
+ * `trustedProxies`. The receiver is available as `fastify.payhook`.
  *
  * @example
  * ```ts

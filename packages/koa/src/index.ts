@@ -70,7 +70,10 @@ export function payhook(receiver: Receiver, options: PayhookKoaOptions = {}): Pa
       forwardedFor: ctx.req.headers['x-forwarded-for'],
       rawBody,
       parsedBody: rawBody === undefined && consumed ? ctx.request.body : undefined,
-      readBody: consumed ? undefined : (maxBytes) => readRawBody(ctx.req, maxBytes),
+      // The drain cap is passed on when the receiver gives one (readRawBody has a default).
+      readBody: consumed
+        ? undefined
+        : (maxBytes: number, maxDrainBytes?: number) => readRawBody(ctx.req, maxBytes, maxDrainBytes),
     });
     ctx.status = result.status;
     ctx.set(result.headers);

@@ -7,7 +7,7 @@ import { createMemoryStore } from '../store/memory-store.js';
 import type { IdempotencyStore } from '../store/types.js';
 import { isJsonContentType } from './content-type.js';
 import { stderrLogger } from './logger.js';
-import { tooLarge } from './read-body.js';
+import { resolveMaxDrainBytes, tooLarge } from './read-body.js';
 import { resolveRetry } from './retry.js';
 import type { ErrorInfo, EventHandler, Receiver, ReceiverOptions, ReceiverResult } from './types.js';
 import { createWorkQueue, type HandlerRegistry, type Job } from './work-queue.js';
@@ -72,6 +72,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     );
   }
   const maxBodyBytes = positive('maxBodyBytes', options.maxBodyBytes, DEFAULT_MAX_BODY);
+  const maxDrainBytes = resolveMaxDrainBytes(options.maxDrainBytes, maxBodyBytes);
   const maxDepth = positive('maxDepth', options.maxDepth, DEFAULT_MAX_DEPTH);
   const store = options.store ?? createMemoryStore();
   const leaseMs = positive('leaseMs', options.leaseMs ?? store.leaseMs, 30_000);
@@ -179,6 +180,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   const receiver: Receiver = {
     instanceId,
     maxBodyBytes,
+    maxDrainBytes,
     logger,
 
     on(name, handler) {
@@ -241,7 +243,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       let rawBody = request.rawBody;
       if (rawBody === undefined && request.parsedBody === undefined && request.readBody) {
         try {
-          rawBody = await request.readBody(maxBodyBytes);
+          rawBody = await request.readBody(maxBodyBytes, maxDrainBytes);
         } catch (error) {
           if (isPayhookError(error))
             return refuse(error, error.code === 'payload_too_large' ? { connection: 'close' } : {});

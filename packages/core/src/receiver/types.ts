@@ -21,6 +21,13 @@ export interface ReceiverOptions {
   canonicalization?: Canonicalization;
   /** Largest body accepted, in bytes (default 1 MiB). */
   maxBodyBytes?: number;
+  /**
+   * The most of a body over `maxBodyBytes` that is still read (and thrown away) before its
+   * connection closes, counting the whole body (default 32 MiB, or twice `maxBodyBytes` if
+   * larger; 0 closes at once), so that a client that writes its whole body before reading sees
+   * the 413 rather than a reset. 0, or at least `maxBodyBytes`.
+   */
+  maxDrainBytes?: number;
   /** Deepest nesting accepted in a body (default 64). */
   maxDepth?: number;
   /** Idempotency store shared by every instance (default: `createMemoryStore()`). */
@@ -71,7 +78,7 @@ export interface ReceiverRequest {
   /** The body as received (preferred: enables lexical canonicalization and duplicate-key checks). */
   rawBody?: string | Uint8Array | undefined;
   /** Reads the raw body, called only once the cheap checks passed; may reject with a 413 PayhookError. */
-  readBody?: ((maxBytes: number) => Promise<string | Uint8Array>) | undefined;
+  readBody?: ((maxBytes: number, maxDrainBytes?: number) => Promise<string | Uint8Array>) | undefined;
   /** A body a framework parser already produced (then `jcs` applies and duplicate keys are invisible). */
   parsedBody?: unknown;
 }
@@ -153,5 +160,6 @@ export interface Receiver {
   close(): Promise<void>;
   readonly instanceId: string;
   readonly maxBodyBytes: number;
+  readonly maxDrainBytes: number;
   readonly logger: Logger;
 }

@@ -158,7 +158,8 @@ export function createWorkQueue(options: WorkQueueOptions) {
     const entry = entries.get(key);
     if (entry !== undefined) {
       if (!entry.claiming) return DUPLICATE;
-      const waiters = (entry.waiters ??= []);
+      entry.waiters ??= [];
+      const waiters = entry.waiters;
       return { kind: 'pending', decided: new Promise((resolve) => waiters.push(resolve)) };
     }
     if (entries.size >= maxQueuedEvents || (entries.size > 0 && heldBytes + bytes > maxQueuedBytes)) {
