@@ -10,6 +10,7 @@ import {
   type PayhookEvent,
   type Receiver,
   type ReceiverOptions,
+  silentLogger,
   type UnrecognizedEvent,
 } from '@payhook/core';
 import { createTestEvent, signEvent } from '@payhook/core/testing';
@@ -181,6 +182,8 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
           allowedIps: ['127.0.0.1', '::1'],
           retry: { attempts: 3, minDelayMs: 1, maxDelayMs: 5 },
           recoveryIntervalMs: 0,
+          // Refusals are the suite's daily bread: quiet unless a test brings its own logger.
+          logger: silentLogger,
           ...options,
         } as ReceiverOptions);
         receiver.onAny((event) => {
