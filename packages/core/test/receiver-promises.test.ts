@@ -189,6 +189,24 @@ describe('exactly once across concurrent copies', () => {
   });
 });
 
+describe('leases of queued events', () => {
+  it('are renewed while the events wait in the queue, so no other instance takes them over', async () => {
+    const store = createMemoryStore();
+    const busy = counting({ store, concurrency: 1, leaseMs: 300 });
+    busy.receiver.onAny(() => new Promise((resolve) => setTimeout(resolve, 100)));
+    // A second instance looking for lapsed leases all the while.
+    const rescuer = counting({ store, recoveryIntervalMs: 10, leaseMs: 300 });
+    const events = Array.from({ length: 8 }, () => createTestEvent('payment.session.created', BIZ));
+    for (const event of events) respond(await busy.receiver.handle(request(event)));
+    await busy.receiver.idle();
+    await rescuer.receiver.close();
+    for (const event of events) {
+      expect((busy.runs.get(event.checksum) ?? 0) + (rescuer.runs.get(event.checksum) ?? 0)).toBe(1);
+    }
+    expect(rescuer.runs.size).toBe(0);
+  });
+});
+
 describe('close() finishes what was acknowledged', () => {
   it('a request whose claim is in flight when close() is called is answered 200 and processed before close() resolves', async () => {
     const slow = slowStore();

@@ -4,7 +4,7 @@ import { PayhookError } from '../errors.js';
 import { type ParseEventResult, parseEvent } from '../events/parse-event.js';
 import type { PayhookEvent, UnknownEvent } from '../events/types.js';
 import type { IdempotencyStore } from '../store/types.js';
-import { type Logger, silentLogger } from './logger.js';
+import { type Logger, silentLogger, stderrLogger } from './logger.js';
 import { type RetryOptions, retryDelay } from './retry.js';
 import type { DeadLetter, ErrorInfo, EventHandler, HandlerContext, UnrecognizedEvent } from './types.js';
 
@@ -182,6 +182,8 @@ export function createWorkQueue(options: WorkQueueOptions) {
     entry.claiming = false;
     if (outcome === 'claimed' && job !== undefined) {
       entry.job = job;
+      // Renewed from acceptance, not from the start: an event may wait in the queue longer than a lease.
+      hold(key);
       if (closed) start(key);
     } else {
       release(key, entry);
@@ -200,9 +202,17 @@ export function createWorkQueue(options: WorkQueueOptions) {
 
   /** Holds and starts a job that did not come through a request (recovery, replay). */
   const enqueue = (job: Job, bytes: number) => {
-    if (entries.has(job.key)) return false;
+    const entry = entries.get(job.key);
+    if (entry !== undefined) {
+      // Held here already: this instance's own event, whose lease ran out while it waited or ran.
+      // One whose response never started it (an adapter that did not call afterResponse) starts now.
+      if (entry.job === undefined) return false;
+      start(job.key);
+      return true;
+    }
     entries.set(job.key, { bytes, claiming: false, waiters: undefined, job: undefined });
     heldBytes += bytes;
+    hold(job.key);
     run(job);
     return true;
   };
@@ -394,11 +404,19 @@ export function createWorkQueue(options: WorkQueueOptions) {
   }
 
   async function process(job: Job): Promise<void> {
-    // The lease is held, and renewed, until the outcome is recorded.
-    const lease = hold(job.key);
+    // The lease is held, and renewed, from acceptance until the outcome is recorded.
+    const lease = held.get(job.key) ?? hold(job.key);
     let lastError: unknown;
     let attempts = 0;
     try {
+      if (lease.lost) {
+        // Another instance took the event over while it waited here: it is that instance's now.
+        logger.warn(
+          { key: job.key },
+          'payhook: the lease on a queued event passed to another instance; not run here',
+        );
+        return;
+      }
       const parsed = parseEvent(job.payload);
       if (parsed.kind === 'unrecognized') warnUnhandled(job, parsed);
       for (let n = 1; n <= retry.attempts; n++) {
@@ -416,7 +434,7 @@ export function createWorkQueue(options: WorkQueueOptions) {
       }
       if (lastError === undefined) {
         await record(job.key, lease, undefined);
-        if (logger !== silentLogger) {
+        if (logger !== silentLogger && logger !== stderrLogger) {
           logger.debug({ key: job.key, event: job.payload.event }, 'payhook: event processed');
         }
         return;
@@ -500,7 +518,6 @@ export function createWorkQueue(options: WorkQueueOptions) {
             payload: JSON.parse(recovered.payload),
             businessId: recovered.businessId,
           };
-          // A key held here already is this instance's own event, whose lease ran out while it ran.
           if (enqueue(job, recovered.payload.length)) count++;
         } catch (error) {
           reportError(error, { key: recovered.key, phase: 'recovery' });
