@@ -29,6 +29,11 @@ export interface SenderConfig {
    * releases them to the queue, in seconds (default 10).
    */
   shutdownGraceSeconds: number;
+  /**
+   * How often the embedded database (PGlite) is checked for tables to vacuum and analyze, in
+   * seconds (default 10; 0 turns it off). PostgreSQL's own autovacuum needs no help.
+   */
+  maintenanceIntervalSeconds: number;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -43,7 +48,9 @@ export class ConfigError extends Error {
  * `LOG_LEVEL` (info), `PAYHOOK_SESSION_TTL_SECONDS` (3600), `PAYHOOK_DELIVERY_CONCURRENCY` (32),
  * `PAYHOOK_DELIVERY_LEASE_SECONDS` (60; more than the 15 s an attempt may take),
  * `PAYHOOK_SHUTDOWN_GRACE_SECONDS` (10, from 0 to 300: how long a shutdown lets delivery attempts in
- * flight finish before releasing them). A bad value is a `ConfigError` naming the variable.
+ * flight finish before releasing them), `PAYHOOK_MAINTENANCE_INTERVAL_SECONDS` (10, 0 to turn off:
+ * how often PGlite's tables are checked for a vacuum). A bad value is a `ConfigError` naming the
+ * variable.
  *
  * @example
  * ```ts
@@ -90,5 +97,6 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
     deliveryConcurrency: int('PAYHOOK_DELIVERY_CONCURRENCY', 32, 1, 1000),
     deliveryLeaseSeconds: int('PAYHOOK_DELIVERY_LEASE_SECONDS', 60, 1, 3600),
     shutdownGraceSeconds: int('PAYHOOK_SHUTDOWN_GRACE_SECONDS', 10, 0, 300),
+    maintenanceIntervalSeconds: int('PAYHOOK_MAINTENANCE_INTERVAL_SECONDS', 10, 0, 86_400),
   };
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { SenderConfig } from './config.js';
 import { type Database, openDatabase } from './db/database.js';
+import { createMaintenance, type Maintenance } from './db/maintenance.js';
 import { createDeliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
 import { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
 import { buildApp } from './http/app.js';
@@ -20,7 +21,10 @@ export interface StartSenderOptions {
   worker?: Partial<Omit<DeliveryWorkerOptions, 'database' | 'metrics'>>;
 }
 
-/** A running sender: the HTTP service, its delivery worker and the expiry sweeper. */
+/**
+ * A running sender: the HTTP service, its delivery worker, the expiry sweeper and, on PGlite, the
+ * database's maintenance.
+ */
 export interface SenderService {
   /** The address it listens on, such as `http://127.0.0.1:8080`. */
   url: string;
@@ -28,6 +32,8 @@ export interface SenderService {
   database: Database;
   worker: DeliveryWorker;
   metrics: DeliveryMetrics;
+  /** Vacuums and analyzes PGlite's tables every `config.maintenanceIntervalSeconds` (see `createMaintenance`). */
+  maintenance: Maintenance;
   /** Stops taking requests, finishes or releases the deliveries in flight, and closes storage. */
   close(): Promise<void>;
 }
@@ -76,8 +82,14 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       );
     }, 5000);
     sweeper.unref();
+    const maintenance = createMaintenance({
+      database,
+      intervalMs: config.maintenanceIntervalSeconds * 1000,
+      logger: app.log,
+    });
     const url = await app.listen({ port: config.port, host: config.host });
     await worker.start();
+    maintenance.start();
     let closing: Promise<void> | undefined;
     return {
       url,
@@ -85,12 +97,16 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       database,
       worker,
       metrics,
+      maintenance,
       close() {
         closing ??= (async () => {
           clearInterval(sweeper);
+          // No pass starts from now on; one running finishes its statement while the rest stops.
+          const maintained = maintenance.stop();
           // No new requests, then the attempts in flight finish or go back to the queue.
           await app.close();
           await worker.stop();
+          await maintained;
           if (ownDatabase) await database.close();
         })();
         return closing;
