@@ -12,8 +12,8 @@ export default defineConfig([
   {
     ...shared,
     format: ['cjs'],
-    // p-queue and typebox ship ESM only: the CommonJS build bundles them so that
+    // typebox ships ESM only: the CommonJS build bundles it so that
     // require('@payhook/core') works on Node 20 (no require(esm) there).
-    noExternal: ['p-queue', 'p-timeout', 'eventemitter3', 'typebox'],
+    noExternal: ['typebox'],
   },
 ]);

@@ -1,0 +1,151 @@
+import { type ParseEventResult, parseEvent } from '../events/parse-event.js';
+import type { PayhookEvent } from '../events/types.js';
+import type { IdempotencyStore } from '../store/types.js';
+import { createHandlerRunner, type HandlerRegistry, type Job } from './handler-run.js';
+import type { Lease, Leases } from './leases.js';
+import { type Logger, silentLogger, stderrLogger } from './logger.js';
+import { type RetryOptions, retryDelay } from './retry.js';
+import type { DeadLetter, ErrorInfo } from './types.js';
+
+/** What processing an event needs from its receiver. */
+export interface ProcessEventOptions {
+  store: IdempotencyStore;
+  instanceId: string;
+  leaseMs: number;
+  handlerTimeoutMs: number;
+  retry: Required<RetryOptions>;
+  logger: Logger;
+  registry: HandlerRegistry;
+  leases: Leases;
+  reportError(error: unknown, info: ErrorInfo): void;
+  /**
+   * Called once the store knows the outcome, before the dead-letter callbacks: from then on a new
+   * delivery of the key may be claimed again (a redelivery of a failed event is a second chance,
+   * not a duplicate).
+   */
+  onRecorded(key: string): void;
+}
+
+/**
+ * Processes one accepted event (DESIGN.md, "Work queue and idempotency"): its handlers under the
+ * handler timeout, local retries with backoff, the outcome recorded in the store (done, or failed
+ * with its error), then the dead-letter callbacks.
+ */
+export function createEventProcessor(options: ProcessEventOptions) {
+  const { store, instanceId, leaseMs, retry, logger, registry, leases, reportError, onRecorded } = options;
+  const attempt = createHandlerRunner(registry, options.handlerTimeoutMs);
+  // Debug lines cost an object per event: built only for a logger that may print them.
+  const debug = logger !== silentLogger && logger !== stderrLogger;
+
+  /**
+   * An authentic event that no handler will see is acknowledged (the sender must not retry it),
+   * so it is never dropped in silence: unless onUnrecognized takes it, or handlers take an event
+   * name payhook does not know yet, it is logged.
+   */
+  function warnUnhandled(job: Job, parsed: Extract<ParseEventResult, { kind: 'unrecognized' }>): void {
+    if (registry.unrecognized.length > 0) return;
+    if (
+      parsed.reason === 'unknown_event' &&
+      (registry.any.length > 0 || registry.byName.has(job.payload.event))
+    ) {
+      return;
+    }
+    logger.warn(
+      { key: job.key, event: job.payload.event, reason: parsed.reason, issues: parsed.issues },
+      `payhook: authentic event ${job.payload.event} acknowledged but not handled (${parsed.reason}); register onUnrecognized to handle such events`,
+    );
+  }
+
+  /**
+   * Records an event's outcome: done, or failed with `error`. If the store cannot answer, it tries
+   * again, the lease renewed meanwhile, for up to a lease's length: an outcome never recorded means
+   * another instance runs the handlers again once the lease lapses.
+   */
+  async function record(key: string, lease: Lease, error: string | undefined): Promise<void> {
+    let failingSince: number | undefined;
+    for (let n = 1; ; n++) {
+      try {
+        const recorded =
+          error === undefined
+            ? await store.complete(key, instanceId)
+            : await store.fail(key, instanceId, error);
+        if (!recorded) {
+          logger.warn(
+            { key },
+            'payhook: the lease on this event passed to another instance before it finished',
+          );
+        }
+        return;
+      } catch (storeError) {
+        reportError(storeError, { key, phase: 'store' });
+        failingSince ??= Date.now();
+        if (lease.lost || Date.now() - failingSince >= leaseMs) return;
+        await sleep(Math.min(2000, 25 * 2 ** n));
+      }
+    }
+  }
+
+  return async function processEvent(job: Job): Promise<void> {
+    // The lease is held, and renewed, from acceptance until the outcome is recorded.
+    const lease = leases.get(job.key) ?? leases.hold(job.key);
+    let lastError: unknown;
+    let attempts = 0;
+    try {
+      if (lease.lost) {
+        // Another instance took the event over while it waited here: it is that instance's now.
+        logger.warn(
+          { key: job.key },
+          'payhook: the lease on a queued event passed to another instance; not run here',
+        );
+        return;
+      }
+      const parsed = parseEvent(job.payload);
+      if (parsed.kind === 'unrecognized') warnUnhandled(job, parsed);
+      for (let n = 1; n <= retry.attempts; n++) {
+        attempts = n;
+        try {
+          const running = attempt(job, n, parsed);
+          if (running !== undefined) await running;
+          lastError = undefined;
+          break;
+        } catch (error) {
+          lastError = error;
+          reportError(error, { key: job.key, attempt: n, phase: 'handler' });
+          if (n < retry.attempts && !lease.lost) await sleep(retryDelay(n, retry));
+        }
+      }
+      if (lastError === undefined) {
+        await record(job.key, lease, undefined);
+        if (debug) logger.debug({ key: job.key, event: job.payload.event }, 'payhook: event processed');
+        return;
+      }
+      await record(job.key, lease, describe(lastError));
+    } finally {
+      leases.drop(job.key);
+      onRecorded(job.key);
+    }
+    const letter: DeadLetter = {
+      key: job.key,
+      event: job.payload as PayhookEvent,
+      error: lastError,
+      attempts,
+    };
+    logger.warn({ key: job.key, event: job.payload.event, attempts }, 'payhook: event dead-lettered');
+    for (const handler of registry.deadLetter) {
+      try {
+        await handler(letter);
+      } catch (error) {
+        reportError(error, { key: job.key, phase: 'callback' });
+      }
+    }
+  };
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return String(error);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
