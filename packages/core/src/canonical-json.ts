@@ -9,7 +9,8 @@ import { PayhookError } from './errors.js';
  * JCS-encoded body) is handed to the native `JSON.stringify` after one read-only walk.
  *
  * Throws a `PayhookError` with code `malformed_payload` for what JSON cannot carry: `NaN`,
- * `Infinity`, a `bigint`, a string with a lone surrogate, a circular reference.
+ * `Infinity`, a `bigint`, a string with a lone surrogate, a circular reference, and for nesting of
+ * objects and arrays deeper than 1,000 levels (never a stack overflow).
  *
  * @example
  * ```ts
@@ -20,7 +21,23 @@ import { PayhookError } from './errors.js';
 export function canonicalJson(value: unknown): string {
   const fast = fastCanonicalJson(value);
   if (fast !== undefined) return fast;
-  const out = encode(value, new Set());
+  let out: string | undefined;
+  try {
+    out = encode(value, new Set(), 0);
+  } catch (cause) {
+    // The depth limit keeps the encoder well inside the stack; a caller already deep in its own
+    // stack (or an output past the engine's string limit) still gets a PayhookError.
+    if (cause instanceof RangeError) {
+      throw new PayhookError(
+        'malformed_payload',
+        `canonicalJson cannot encode the value: ${cause.message}.`,
+        {
+          cause,
+        },
+      );
+    }
+    throw cause;
+  }
   if (out === undefined) {
     throw new PayhookError(
       'malformed_payload',
@@ -59,6 +76,13 @@ function fastCanonicalJson(value: unknown, omitKey?: string): string | undefined
 }
 
 const MAX_FAST_DEPTH = 256;
+
+/**
+ * The deepest nesting of objects and arrays {@link canonicalJson} encodes (1,000 levels, a quarter
+ * of what the general encoder's recursion reaches before the default stack runs out); deeper
+ * values throw a `PayhookError` with code `malformed_payload`.
+ */
+export const MAX_CANONICAL_DEPTH = 1000;
 
 /** What {@link canonicalForm} answers for a value the fast path leaves to the general encoder. */
 const DECLINED: unique symbol = Symbol('declined');
@@ -149,7 +173,7 @@ function assign(copy: Record<string, unknown>, key: string, value: unknown): boo
 }
 
 /** The general encoder, for values the fast path declines. Mirrors `canonicalize`'s semantics. */
-function encode(value: unknown, seen: Set<object>): string | undefined {
+function encode(value: unknown, seen: Set<object>, depth: number): string | undefined {
   switch (typeof value) {
     case 'string':
       if (!value.isWellFormed()) {
@@ -173,13 +197,20 @@ function encode(value: unknown, seen: Set<object>): string | undefined {
       );
     case 'object': {
       if (value === null) return 'null';
+      if (depth >= MAX_CANONICAL_DEPTH) {
+        throw new PayhookError(
+          'malformed_payload',
+          `canonicalJson: the value nests objects and arrays deeper than ${MAX_CANONICAL_DEPTH} levels.`,
+        );
+      }
       if (seen.has(value)) {
         throw new PayhookError('malformed_payload', 'canonicalJson: the value holds a circular reference.');
       }
       seen.add(value);
       let out: string;
       if (typeof (value as { toJSON?: unknown }).toJSON === 'function') {
-        const replaced = encode((value as { toJSON: () => unknown }).toJSON(), seen);
+        // A level of its own, so that a chain of toJSON results that never ends stops at the limit.
+        const replaced = encode((value as { toJSON: () => unknown }).toJSON(), seen, depth + 1);
         seen.delete(value);
         return replaced;
       }
@@ -187,7 +218,7 @@ function encode(value: unknown, seen: Set<object>): string | undefined {
         out = '[';
         for (let i = 0; i < value.length; i++) {
           if (i > 0) out += ',';
-          out += encode(value[i], seen) ?? 'null';
+          out += encode(value[i], seen, depth + 1) ?? 'null';
         }
         out += ']';
       } else {
@@ -195,10 +226,10 @@ function encode(value: unknown, seen: Set<object>): string | undefined {
         out = '{';
         let first = true;
         for (const key of keys) {
-          const encoded = encode((value as Record<string, unknown>)[key], seen);
+          const encoded = encode((value as Record<string, unknown>)[key], seen, depth + 1);
           if (encoded === undefined) continue;
           if (!first) out += ',';
-          out += `${encode(key, seen)}:${encoded}`;
+          out += `${encode(key, seen, depth)}:${encoded}`;
           first = false;
         }
         out += '}';

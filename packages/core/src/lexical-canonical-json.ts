@@ -2,11 +2,18 @@ import { PayhookError } from './errors.js';
 
 /** Options of {@link lexicalCanonicalJson}. */
 export interface LexicalOptions {
-  /** Deepest nesting of objects and arrays accepted (default 64). */
+  /** Deepest nesting of objects and arrays accepted (default 64, at most 1,000 whatever is asked). */
   maxDepth?: number;
 }
 
 export const DEFAULT_MAX_DEPTH = 64;
+
+/**
+ * The deepest nesting any `maxDepth` can ask for: the scanner recurses once per level, and 1,000
+ * levels stay far inside the default stack (it runs out past about 3,000), so a larger or
+ * infinite `maxDepth` still ends in a `PayhookError`, never a stack overflow.
+ */
+export const MAX_LEXICAL_DEPTH = 1000;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -28,7 +35,7 @@ export function decodeUtf8(raw: string | Uint8Array): string {
  * (PHP's `json_encode`, for instance), which RFC 8785 re-encoding would not.
  *
  * Throws a `PayhookError` with code `malformed_payload` for invalid JSON, duplicate keys, or
- * nesting deeper than `maxDepth`.
+ * nesting deeper than `maxDepth` (or than 1,000 levels, whatever `maxDepth` says).
  *
  * @example
  * ```ts
@@ -289,15 +296,19 @@ class Scanner {
   private t = 0;
   private stack = sharedStack;
   private sp = 0;
+  /** The deepest nesting accepted: the caller's `maxDepth`, at most {@link MAX_LEXICAL_DEPTH}. */
+  readonly maxDepth: number;
 
   constructor(
     readonly s: string,
     /** The code units of `s` and a 0 after them (see {@link unitsOf}). */
     readonly u: Uint16Array,
-    readonly maxDepth: number,
+    maxDepth: number,
     start = 0,
   ) {
     this.i = start;
+    // NaN (a nonsense option) would make every depth check false: it takes the ceiling too.
+    this.maxDepth = Number.isNaN(maxDepth) ? MAX_LEXICAL_DEPTH : Math.min(maxDepth, MAX_LEXICAL_DEPTH);
   }
 
   /** Skips whitespace; returns the new position. */

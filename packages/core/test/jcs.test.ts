@@ -90,4 +90,40 @@ describe('canonicalJson', () => {
     value.self = value;
     expect(() => canonicalJson(value)).toThrow(/circular/);
   });
+
+  /** `levels` objects (keys out of order, so the general encoder runs) or arrays nested in each other. */
+  const nested = (levels: number, kind: 'object' | 'array'): unknown =>
+    JSON.parse(
+      kind === 'object'
+        ? `${'{"b":1,"a":'.repeat(levels)}0${'}'.repeat(levels)}`
+        : `${'[1,'.repeat(levels)}0${']'.repeat(levels)}`,
+    );
+
+  it.each(['object', 'array'] as const)(
+    'encodes 1,000 levels of %s nesting and refuses deeper with malformed_payload, never a RangeError',
+    (kind) => {
+      expect(canonicalJson(nested(1000, kind))).toBe(canonicalize(nested(1000, kind)));
+      // 4,000 levels overflowed the stack; 100,000 is far past any stack.
+      for (const levels of [1001, 4000, 100_000]) {
+        try {
+          canonicalJson(nested(levels, kind));
+          expect.unreachable();
+        } catch (error) {
+          expect(error).not.toBeInstanceOf(RangeError);
+          expect(isPayhookError(error) && error.code).toBe('malformed_payload');
+          expect((error as Error).message).toMatch(/deeper than 1000 levels/);
+        }
+      }
+    },
+  );
+
+  it('refuses a chain of toJSON results that never ends with malformed_payload', () => {
+    const endless = (): unknown => ({ toJSON: endless });
+    try {
+      canonicalJson(endless());
+      expect.unreachable();
+    } catch (error) {
+      expect(isPayhookError(error) && error.code).toBe('malformed_payload');
+    }
+  });
 });

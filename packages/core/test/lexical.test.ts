@@ -54,6 +54,34 @@ describe('lexicalCanonicalJson', () => {
     expect(lexicalCanonicalJson(`${'['.repeat(64)}${']'.repeat(64)}`)).toHaveLength(128);
     expect(() => lexicalCanonicalJson('[[[]]]', { maxDepth: 2 })).toThrow(/deeper than 2/);
   });
+
+  it.each([
+    ['arrays', (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`],
+    ['objects out of order', (n: number) => `${'{"b":1,"a":'.repeat(n)}0${'}'.repeat(n)}`],
+  ])(
+    'caps any maxDepth at 1,000 levels: deep %s are malformed_payload, never a RangeError',
+    (_name, nest) => {
+      expect(() => lexicalCanonicalJson(nest(1000), { maxDepth: Number.POSITIVE_INFINITY })).not.toThrow();
+      for (const maxDepth of [5000, Number.POSITIVE_INFINITY, Number.NaN]) {
+        for (const levels of [1001, 4000, 100_000]) {
+          const attempts = [
+            () => lexicalCanonicalJson(nest(levels), { maxDepth }),
+            () => lexicalEnvelope(`{"event":"e","data":${nest(levels)},"checksum":"c"}`, maxDepth),
+            () => lexicalEnvelope(`{ "data": ${nest(levels)} }`, maxDepth),
+          ];
+          for (const attempt of attempts) {
+            try {
+              attempt();
+              expect.unreachable();
+            } catch (error) {
+              expect(error).not.toBeInstanceOf(RangeError);
+              expect(isPayhookError(error) && error.code).toBe('malformed_payload');
+            }
+          }
+        }
+      }
+    },
+  );
 });
 
 /**

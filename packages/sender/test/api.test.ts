@@ -36,7 +36,7 @@ describe.each(['pglite', 'postgres'] as const)('sender API on %s', { timeout: 60
     const app = await buildApp({ database, config, resolve, logger: false });
     const url = await app.listen({ port: 0, host: '127.0.0.1' });
     h = { url, database, app };
-  });
+  }, 60_000); // PGlite's start and migrations can take longer than the default 10 s on a busy machine
 
   afterAll(async () => {
     await h?.app.close();

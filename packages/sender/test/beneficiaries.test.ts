@@ -39,7 +39,7 @@ describe.each(['pglite', 'postgres'] as const)('beneficiaries on %s', { timeout:
       logger: false,
     });
     url = await app.listen({ port: 0, host: '127.0.0.1' });
-  });
+  }, 60_000); // PGlite's start and migrations can take longer than the default 10 s on a busy machine
   afterAll(async () => {
     await app?.close();
     await cleanup?.();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startTestApp, type TestApp } from './fixtures/app.js';
-import { customer as baseCustomer } from './fixtures/requests.js';
+import { customer as baseCustomer, sessionRequest } from './fixtures/requests.js';
 
 const customer = (n: number) => ({
   ...baseCustomer,
@@ -100,17 +100,74 @@ describe.each(['pglite', 'postgres'] as const)('customers on %s', { timeout: 60_
     expect(mine.data.every((c) => !/^Ada[1-8]$/.test(c.first_name))).toBe(true);
   });
 
+  const REFUSED_EMAILS = [
+    'ada@example.com\r\nBcc: eve@example.com',
+    'ada@example.com\n',
+    'ada\r@example.com',
+    'ada@exa\tmple.com',
+    'ada @example.com',
+    'ada@example.com\u200b',
+    'ada@@example.com',
+    'ada@example@example.com',
+    'ada.example.com',
+    '@example.com',
+    'ada@',
+    'ada@localhost',
+    'ada@example.',
+    'ada@.example.com',
+    'ada@example..com',
+    'ada@-example.com',
+    'ada@example-.com',
+    'ada@exam_ple.com',
+    'ada@[10.0.0.1]',
+    'ada@10.0.0.1',
+    `${'a'.repeat(65)}@example.com`,
+    `ada@${'a'.repeat(64)}.com`,
+    `ada@${'abcdefghi.'.repeat(25)}com`,
+    '',
+  ];
+  const ACCEPTED_EMAILS = [
+    'ada@example.com',
+    'ada.obi+orders@mail.example.co.uk',
+    "o'brien@example.ie",
+    'ñandú@例え.jp',
+    'ada@xn--bcher-kva.example',
+    `${'a'.repeat(64)}@example.com`,
+  ];
+
+  it.each(REFUSED_EMAILS)('refuses the email %j with 422 naming it, here and in a session', async (email) => {
+    const res = await post({ ...customer(2), email });
+    expect(res.status).toBe(422);
+    const error = ((await res.json()) as { error: { code: string; details: { field: string }[] } }).error;
+    expect(error.code).toBe('validation_failed');
+    expect(error.details.map((d) => d.field)).toEqual(['email']);
+    const session = await fetch(`${url}/payment-sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...sessionRequest, customer: { ...customer(2), email } }),
+    });
+    expect(session.status).toBe(422);
+    const sessionError = ((await session.json()) as { error: { details: { field: string }[] } }).error;
+    expect(sessionError.details.map((d) => d.field)).toEqual(['customer.email']);
+  });
+
+  it.each(ACCEPTED_EMAILS)('accepts the email %j', async (email) => {
+    const res = await post({ ...customer(3), email });
+    expect(res.status).toBe(201);
+    expect(((await res.json()) as { data: { email: string } }).data.email).toBe(email);
+  });
+
   it.each([
-    ['?limit=0', 'limit'],
-    ['?limit=101', 'limit'],
-    ['?limit=abc', 'limit'],
-    ['?after=not-a-cursor', 'after'],
-    ['?after=x&before=y', 'before'],
-  ])('answers %s with 400 naming the parameter', async (query, field) => {
+    ['?limit=0', 'limit', 'invalid_request'],
+    ['?limit=101', 'limit', 'invalid_request'],
+    ['?limit=abc', 'limit', 'invalid_request'],
+    ['?after=not-a-cursor', 'after', 'invalid_cursor'],
+    ['?after=x&before=y', 'before', 'invalid_request'],
+  ])('answers %s with 400 naming the parameter', async (query, field, code) => {
     const res = await fetch(`${url}/customers/${query}`, { headers: { authorization: `Bearer ${KEY}` } });
     expect(res.status).toBe(400);
     const error = ((await res.json()) as { error: { code: string; details: { field: string }[] } }).error;
-    expect(error.code).toBe('invalid_request');
+    expect(error.code).toBe(code);
     expect(error.details.map((d) => d.field)).toContain(field);
   });
 });

@@ -295,6 +295,132 @@ describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeou
     },
   );
 
+  /** A new session of biz-i (made through the main service), captured if asked, its funds received if asked. */
+  const sessionOf = async (state: 'pending' | 'captured' | 'funds received') => {
+    const id = await paymentId(await post(undefined, body));
+    const call = (path: string, payload: unknown) =>
+      fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer sk_test_idem', 'content-type': 'application/json' },
+        body: JSON.stringify(payload),
+      });
+    if (state !== 'pending') expect((await call(`/payment-sessions/${id}`, {})).status).toBe(200);
+    if (state === 'funds received') {
+      const funds = await call(`/sandbox/payment-sessions/${id}/complete`, {
+        outcome: 'succeeded',
+        settle: false,
+      });
+      expect(funds.status).toBe(200);
+    }
+    return id;
+  };
+  /** Every write that changes state after creation, with what it needs set up first. */
+  const laterWrites: Record<string, () => Promise<{ path: string; payload?: unknown; status: number }>> = {
+    'POST /payment-sessions/{payment_id}': async () => ({
+      path: `/payment-sessions/${await sessionOf('pending')}`,
+      payload: {},
+      status: 200,
+    }),
+    'POST /sandbox/payment-sessions/{payment_id}/complete': async () => ({
+      path: `/sandbox/payment-sessions/${await sessionOf('captured')}/complete`,
+      payload: { outcome: 'failed' },
+      status: 200,
+    }),
+    'POST /sandbox/payment-sessions/{payment_id}/settle': async () => ({
+      path: `/sandbox/payment-sessions/${await sessionOf('funds received')}/settle`,
+      payload: {},
+      status: 200,
+    }),
+    'POST /sandbox/payment-sessions/{payment_id}/expire': async () => ({
+      path: `/sandbox/payment-sessions/${await sessionOf('pending')}/expire`,
+      status: 200,
+    }),
+    'POST /events/{id}/redeliver': async () => {
+      await database.db
+        .insertInto('account_settings')
+        .values({
+          business_id: 'biz-i',
+          mode: 'test',
+          require_mfa: false,
+          webhook_urls: JSON.stringify(['https://merchant.example/hook']),
+        })
+        .onConflict((oc) => oc.columns(['business_id', 'mode']).doNothing())
+        .execute();
+      const id = await paymentId(await post(undefined, body));
+      const event = await database.db
+        .selectFrom('events')
+        .select('id')
+        .where('payment_id', '=', id)
+        .executeTakeFirstOrThrow();
+      return { path: `/events/${event.id}/redeliver`, status: 202 };
+    },
+    'POST /events/redeliver': async () => ({
+      path: '/events/redeliver',
+      payload: { since: '2020-01-01T00:00:00Z' },
+      status: 202,
+    }),
+  };
+
+  it('covers every POST route: each stores its response in the transaction of its write (tested here)', () => {
+    const spec = app.swagger() as { paths: Record<string, Record<string, unknown>> };
+    const posts = Object.entries(spec.paths).flatMap(([path, methods]) =>
+      'post' in methods ? [`POST ${path}`] : [],
+    );
+    const covered = [
+      'POST /payment-sessions',
+      'POST /customers',
+      'POST /beneficiaries',
+      ...Object.keys(laterWrites),
+    ];
+    expect(new Set(posts)).toEqual(new Set(covered));
+  });
+
+  it.each(Object.keys(laterWrites))(
+    '%s stores its response in the transaction of its write: a retry after the commit replays it',
+    async (route) => {
+      const { path, payload, status } = await (
+        laterWrites[route] as () => Promise<{
+          path: string;
+          payload?: unknown;
+          status: number;
+        }>
+      )();
+      const held = await heldService();
+      const key = `committed ${route}`.replace(/[^\x21-\x7e]/g, '-');
+      const send = (base: string) =>
+        fetch(`${base}${path}`, {
+          method: 'POST',
+          headers: {
+            authorization: 'Bearer sk_test_idem',
+            'idempotency-key': key,
+            ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+          },
+          ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
+        });
+      try {
+        const first = send(held.url);
+        await held.entered;
+        held.release();
+        await held.committed; // committed; the first request has not answered (nor run onSend) yet
+        const stored = await storedKey(key);
+        expect(stored?.response_status).toBe(status);
+        // Were the process to die here, the key would still replay what the write did.
+        const retry = await send(url);
+        expect(retry.status).toBe(status);
+        expect(retry.headers.get('idempotent-replayed')).toBe('true');
+        expect(await retry.text()).toBe(stored?.response_body);
+        held.finish();
+        const answer = await first;
+        expect(answer.status).toBe(status);
+        expect(await answer.text()).toBe(stored?.response_body);
+      } finally {
+        held.release();
+        held.finish();
+        await held.app.close();
+      }
+    },
+  );
+
   it(`takes over a key left in progress for more than ${ABANDONED_AFTER_SECONDS} s (its request died)`, async () => {
     const claim = (key: string, secondsAgo: number, payload: unknown = body) =>
       database.db

@@ -196,6 +196,79 @@ describe.each(['pglite', 'postgres'] as const)('payment sessions on %s', { timeo
     expect(error?.details.map((d) => d.field)).toContain(field);
   });
 
+  /** The session body with `amount` (and any other field) written as raw JSON number tokens. */
+  const rawSession = (tokens: Record<string, string>) => {
+    let text = JSON.stringify(session(Object.fromEntries(Object.keys(tokens).map((k) => [k, `@${k}@`]))));
+    for (const [key, token] of Object.entries(tokens)) text = text.replace(`"@${key}@"`, token);
+    return text;
+  };
+  const postRaw = (text: string) =>
+    fetch(`${url}/payment-sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: text,
+    });
+
+  it.each([
+    ['9007199254740993 (read as ...992)', '9007199254740993'],
+    ['9007199254740992 (2^53, not a safe integer)', '9007199254740992'],
+    ['9007199254740993.0', '9007199254740993.0'],
+    ['1e308', '1e308'],
+    ['1E400 (read as Infinity)', '1E400'],
+    ['-1e400', '-1e400'],
+    ['100000.00000000000001 (read as 100000)', '100000.00000000000001'],
+    ['a fraction', '150000.5'],
+    ['a negative amount', '-150000'],
+    ['99999999999999999999', '99999999999999999999'],
+  ])('refuses an amount of %s with 422 naming amount, and creates nothing', async (_name, token) => {
+    const before = Number(
+      (
+        await database.db
+          .selectFrom('payments')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+    const res = await postRaw(rawSession({ amount: token }));
+    expect(res.status).toBe(422);
+    const { error } = (await res.json()) as Answer;
+    expect(error?.code).toBe('validation_failed');
+    expect(error?.details.map((d) => d.field)).toEqual(['amount']);
+    const after = await database.db
+      .selectFrom('payments')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
+    expect(Number(after.n)).toBe(before);
+  });
+
+  it.each([
+    ['the largest amount, 9007199254740991', '9007199254740991', 9007199254740991],
+    ['an exponent', '1.5e5', 150000],
+    ['a zero fraction', '150000.000', 150000],
+  ])('accepts %s and stores it exactly', async (_name, token, amount) => {
+    const res = await postRaw(rawSession({ amount: token }));
+    expect(res.status).toBe(201);
+    const created = (await res.json()) as Answer;
+    expect(created.data.payment.amount).toBe(amount);
+    const stored = await get(`/payments/${created.data.payment.id}`);
+    const text = await stored.text();
+    expect(text).toContain(`"amount":${amount}`);
+  });
+
+  it('refuses a whole number elsewhere in the body that would be changed, naming its field', async () => {
+    const res = await postRaw(
+      rawSession({ metadata: '{"order":{"identifier":"ORD-1","items":[]},"ref":12345678901234567890}' }),
+    );
+    expect(res.status).toBe(422);
+    const { error } = (await res.json()) as Answer;
+    expect(error?.details.map((d) => d.field)).toEqual(['metadata.ref']);
+    // What parses to itself is taken as sent: 1e20 is exactly 10^20.
+    const exact = await postRaw(
+      rawSession({ metadata: '{"order":{"identifier":"ORD-1","items":[]},"ref":1e20,"ratio":0.1}' }),
+    );
+    expect(exact.status).toBe(201);
+  });
+
   it('answers 400 to a body that is not a JSON object', async () => {
     for (const body of ['[]', '"x"', '{"amount":']) {
       const res = await fetch(`${url}/payment-sessions`, {

@@ -1,6 +1,8 @@
+import { isUtf8 } from 'node:buffer';
+import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { authenticate, type Principal } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
@@ -8,9 +10,10 @@ import { createDeliveryMetrics, type DeliveryMetrics } from '../delivery/metrics
 import type { Resolver } from '../net/webhook-url.js';
 import { beneficiaryRoutes } from './beneficiaries.js';
 import { customerRoutes } from './customers.js';
-import { ApiError, toApiError } from './errors.js';
+import { ApiError, FRAMEWORK_ERRORS, MALFORMED_REQUEST, toApiError } from './errors.js';
 import { eventRoutes } from './events.js';
 import { idempotency } from './idempotency.js';
+import { inspectionError, inspectJson } from './json-body.js';
 import { paymentRoutes } from './payments.js';
 import { sessionRoutes } from './sessions.js';
 import { settingsRoutes } from './settings.js';
@@ -49,12 +52,20 @@ const nulInRequest = () =>
     'The request holds a NUL character (\\u0000), which no field may contain.',
   );
 
-/** True if `value` (parsed JSON) holds a string, key or value, with a NUL character. */
-function holdsNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\0');
-  if (value === null || typeof value !== 'object') return false;
-  for (const [key, item] of Object.entries(value)) if (key.includes('\0') || holdsNul(item)) return true;
-  return false;
+/**
+ * What no stored text can hold in `value` (parsed JSON), in a key or a value: a NUL character, or
+ * a lone surrogate (an escape such as `\ud800` that is half of a character: PostgreSQL refuses it
+ * in JSON, and text written as UTF-8 would get U+FFFD instead).
+ */
+function unstorable(value: unknown): 'nul' | 'surrogate' | undefined {
+  if (typeof value === 'string')
+    return value.includes('\0') ? 'nul' : value.isWellFormed() ? undefined : 'surrogate';
+  if (value === null || typeof value !== 'object') return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const problem = unstorable(key) ?? unstorable(item);
+    if (problem) return problem;
+  }
+  return undefined;
 }
 
 /**
@@ -76,6 +87,25 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // The spec writes `/customers/`; both spellings of every path are served.
     routerOptions: { ignoreTrailingSlash: true },
     ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
+    // The router's own errors (a path that does not decode, an id over 100 characters) are
+    // answered in the API's shape, like every other error.
+    frameworkErrors: (error, request, reply) => {
+      const apiError = toApiError(error);
+      request.log.info({ err: error }, 'request refused by the router');
+      (reply as FastifyReply).code(apiError.status).send(apiError.toJSON());
+    },
+    // A request Node's HTTP parser cannot read never reaches Fastify: answered here, same shape.
+    clientErrorHandler: (error, socket) => {
+      if ((error as { code?: string }).code === 'ECONNRESET' || socket.destroyed) return;
+      const known = FRAMEWORK_ERRORS[(error as { code?: string }).code ?? ''] ?? MALFORMED_REQUEST;
+      const body = JSON.stringify(new ApiError(known.status, known.code, known.message).toJSON());
+      if (socket.writable) {
+        socket.write(
+          `HTTP/1.1 ${known.status} ${STATUS_CODES[known.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
+      }
+      socket.destroy(error);
+    },
   });
   // The API speaks JSON only: other bodies are 415, not parsed as text.
   app.removeContentTypeParser('text/plain');
@@ -84,16 +114,43 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // than Fastify refusing every empty JSON body.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body.toString();
-    if (text === '') {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
+    if (bytes.length === 0) {
       done(null, undefined);
       return;
     }
+    // Invalid UTF-8 would be read as U+FFFD: a changed value, refused instead.
+    if (!isUtf8(bytes)) {
+      done(new ApiError(400, 'invalid_request', 'The body is not valid UTF-8.'));
+      return;
+    }
+    const text = bytes.toString('utf8');
     parseJson(request, text, (error: Error | null, value?: unknown) => {
-      // PostgreSQL text cannot hold NUL: a string with one is refused here, not failed on at write.
-      if (!error && /\\u0000/i.test(text) && holdsNul(value)) done(nulInRequest());
-      else done(error, value);
+      if (error) {
+        done(error);
+        return;
+      }
+      // JSON.parse does not recurse; what walks the body afterwards (validation, hashing for the
+      // Idempotency-Key, storage) does: depth is checked before any of it, with numbers that
+      // parsing changed (an amount beyond 2^53 - 1 would be stored as another amount).
+      const inspection = inspectJson(text);
+      if (!inspection.ok) done(inspectionError(inspection, value));
+      // PostgreSQL text cannot hold NUL or half a character: refused here, not failed on at write.
+      // Either can only be written as an escape, so most bodies skip the walk.
+      else if (/\\u(?:0000|d[89a-f])/i.test(text)) {
+        const problem = unstorable(value);
+        if (problem === 'nul') done(nulInRequest());
+        else if (problem === 'surrogate') {
+          done(
+            new ApiError(
+              400,
+              'invalid_request',
+              'The body holds a lone surrogate escape (such as \\ud800), which is half of a character.',
+            ),
+          );
+        } else done(null, value);
+      } else done(null, value);
     });
   });
   app.decorateRequest('principal', undefined as unknown as Principal);

@@ -4,6 +4,8 @@ import type { Kysely } from 'kysely';
 import { type Static, Type } from 'typebox';
 import type { Database } from '../db/database.js';
 import type { Schema } from '../db/schema.js';
+import { emailProblem } from './email.js';
+import { ApiError } from './errors.js';
 import { responseStored, storeResponse } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
@@ -43,10 +45,23 @@ export const customerRoutes: FastifyPluginAsync<{ database: Database }> = async 
 
   app.post<{ Body: Static<typeof CustomerInputSchema> }>(
     '/customers',
-    { schema: { body: CustomerInputSchema, response: { 201: Type.Object({ data: CustomerSchema }) } } },
+    {
+      schema: {
+        description:
+          '`email` has exactly one @, 1 to 64 characters before it, a domain of at least two dot-separated labels after it, and no whitespace or control characters (CR and LF included); at most 254 characters. Otherwise 422.',
+        body: CustomerInputSchema,
+        response: { 201: Type.Object({ data: CustomerSchema }) },
+      },
+    },
     async (request, reply) => {
       const { businessId, mode } = request.principal;
       const body = request.body;
+      const problem = emailProblem(body.email);
+      if (problem) {
+        throw new ApiError(422, 'validation_failed', 'The customer has invalid fields.', [
+          { field: 'email', message: problem },
+        ]);
+      }
       // The customer and the response stored under the request's Idempotency-Key commit together:
       // a process dying in between cannot leave a customer whose retry would make a second one.
       const response = await db.transaction().execute(async (tx) => {

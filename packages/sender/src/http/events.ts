@@ -5,6 +5,7 @@ import type { Database } from '../db/database.js';
 import type { Mode, Schema } from '../db/schema.js';
 import { enqueueDeliveries, registeredUrls } from '../delivery/outbox.js';
 import { ApiError } from './errors.js';
+import { responseStored, storeResponse } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 import { UUID } from './payments.js';
 
@@ -76,6 +77,9 @@ const EventQuery = Type.Intersect([
 ]);
 type EventQuery = PageQuery & { type?: string; delivery_status?: DeliveryStatus; payment_id?: string };
 
+// A route that takes no body: an empty JSON object (or none at all) is accepted.
+const NoBody = Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]);
+
 const RedeliverSince = Type.Object(
   {
     since: Type.String({ description: 'Events created at or after this time (ISO 8601).' }),
@@ -118,7 +122,8 @@ function toEvent(row: EventRow) {
 
 function readTime(value: string, field: string): Date {
   const time = /^\d{4}-\d{2}-\d{2}T/.test(value) ? new Date(value) : new Date(Number.NaN);
-  if (Number.isNaN(time.getTime())) {
+  // Year 0 parses in JavaScript but not in PostgreSQL: refused here rather than failed on there.
+  if (Number.isNaN(time.getTime()) || time.getUTCFullYear() < 1) {
     throw new ApiError(422, 'validation_failed', 'The request has invalid fields.', [
       { field, message: 'must be an ISO 8601 timestamp, such as 2026-01-31T12:00:00Z' },
     ]);
@@ -251,6 +256,8 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
     '/events/:id/redeliver',
     {
       schema: {
+        // No body is needed; an empty JSON object or none at all is accepted, anything else is 400.
+        body: NoBody,
         response: {
           202: Type.Object({
             data: Type.Object({
@@ -263,7 +270,7 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
     },
     async (request, reply) => {
       const { businessId, mode } = request.principal;
-      const deliveries = await db.transaction().execute(async (tx) => {
+      const response = await db.transaction().execute(async (tx) => {
         const event = await findEvent(tx, request.params.id, businessId, mode);
         const urls = await registeredUrls(tx, businessId, mode);
         if (urls.length === 0) {
@@ -284,10 +291,16 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
           where d.event_id = ${event.id} and d.url = m.url and d.status = 'failed' and d.superseded_by is null`.execute(
           tx,
         );
-        return urls.map((url, i) => ({ id: ids[i] as string, url }));
+        const response = {
+          data: { event_id: event.id, deliveries: urls.map((url, i) => ({ id: ids[i] as string, url })) },
+        };
+        // Stored with the deliveries: a retry after a crash past the commit replays them, rather
+        // than making a second set.
+        await storeResponse(tx, request, reply, 202, response);
+        return response;
       });
-      reply.code(202);
-      return { data: { event_id: request.params.id, deliveries } };
+      responseStored(request, 202);
+      return response;
     },
   );
 
@@ -303,7 +316,7 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
       const { businessId, mode } = request.principal;
       const since = readTime(request.body.since, 'since');
       const until = request.body.until === undefined ? new Date() : readTime(request.body.until, 'until');
-      const redelivered = await db.transaction().execute(async (tx) => {
+      const response = await db.transaction().execute(async (tx) => {
         const failed = await tx
           .selectFrom('deliveries as d')
           .innerJoin('events as e', 'e.id', 'd.event_id')
@@ -328,10 +341,12 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
             from unnest(${failed.map((f) => f.id)}::uuid[], ${ids}::uuid[]) as m(old_id, new_id)
             where d.id = m.old_id`.execute(tx);
         }
-        return failed.length;
+        const response = { data: { redelivered: failed.length } };
+        await storeResponse(tx, request, reply, 202, response);
+        return response;
       });
-      reply.code(202);
-      return { data: { redelivered } };
+      responseStored(request, 202);
+      return response;
     },
   );
 };

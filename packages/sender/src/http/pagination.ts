@@ -9,8 +9,20 @@ export const PageQuery = Type.Object(
     limit: Type.Optional(
       Type.String({ pattern: '^[0-9]{1,3}$', description: 'Page size, 1 to 100 (default 15).' }),
     ),
-    after: Type.Optional(Type.String({ maxLength: 200 })),
-    before: Type.Optional(Type.String({ maxLength: 200 })),
+    after: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description:
+          'The `after` cursor of a previous page (the next, older page); anything this API did not return is 400 `invalid_cursor`.',
+      }),
+    ),
+    before: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description:
+          'The `before` cursor of a previous page (the previous, newer page); anything this API did not return is 400 `invalid_cursor`.',
+      }),
+    ),
   },
   { additionalProperties: true },
 );
@@ -33,14 +45,26 @@ export function encodeCursor(position: Position): string {
   return Buffer.from(`${position.micros}.${position.id}`, 'utf8').toString('base64url');
 }
 
-/** Reads a cursor; anything that is not one of ours is a 400 naming the parameter. */
+/** The latest creation time a cursor may name: 9999-12-31T23:59:59.999999Z, in microseconds. */
+const MAX_CURSOR_MICROS = 253_402_300_799_999_999n;
+const CURSOR_TEXT = /^(0|[1-9][0-9]{0,17})\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+/**
+ * Reads a cursor strictly: it must be exactly what {@link encodeCursor} writes for a position the
+ * database can hold (a time from 1970 to 9999 in microseconds, a lowercase UUID), so that nothing
+ * forged reaches a query. Anything else is 400 `invalid_cursor` naming the parameter.
+ */
 export function decodeCursor(cursor: string, parameter: 'after' | 'before'): Position {
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const match = /^(\d{1,20})\.([0-9a-f-]{36})$/.exec(text);
-  if (!match)
-    throw new ApiError(400, 'invalid_request', `"${parameter}" is not a cursor this API returned.`, [
+  const invalid = () =>
+    new ApiError(400, 'invalid_cursor', `"${parameter}" is not a cursor this API returned.`, [
       { field: parameter, message: 'is not a valid cursor' },
     ]);
+  // Buffer's base64url decoder skips what it cannot read: only the canonical spelling is taken.
+  if (!/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) throw invalid();
+  const bytes = Buffer.from(cursor, 'base64url');
+  if (bytes.toString('base64url') !== cursor) throw invalid();
+  const match = CURSOR_TEXT.exec(bytes.toString('latin1'));
+  if (!match || BigInt(match[1] as string) > MAX_CURSOR_MICROS) throw invalid();
   return { micros: match[1] as string, id: match[2] as string };
 }
 

@@ -7,6 +7,7 @@ import { Compile } from 'typebox/compile';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import { eventWrite } from '../delivery/outbox.js';
+import { emailProblem } from './email.js';
 import { ApiError, type FieldError } from './errors.js';
 import { responseStored, responseUpdate } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
@@ -16,6 +17,11 @@ const METHOD_TYPES = ['card', 'bank_account', 'etransfer', 'wallet', 'crypto_add
 const CURRENCIES = ['NGN', 'USD', 'CAD'] as const;
 const STATUSES = ['pending', 'captured', 'settled', 'failed'] as const;
 const MINIMUM_AMOUNT = 100_000;
+/**
+ * The largest amount a session takes, in the smallest unit: 2^53 - 1, the largest integer a JSON
+ * number carries exactly through every JavaScript client (and the receivers' typed events).
+ */
+export const MAXIMUM_AMOUNT = Number.MAX_SAFE_INTEGER;
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const validCustomer = Compile(CustomerInputSchema);
@@ -73,16 +79,25 @@ function readSessionRequest(body: Record<string, unknown>) {
     details.push({ field: 'description', message: 'is required (a string)' });
   if (!CURRENCIES.includes(currency as never))
     details.push({ field: 'currency', message: 'must be NGN, USD or CAD' });
-  if (typeof amount !== 'number' || !Number.isInteger(amount))
-    details.push({ field: 'amount', message: 'is required (an integer, in the smallest unit)' });
+  // A safe integer only: 1e308 is an integer to JavaScript, but no amount, and is not held exactly.
+  if (typeof amount !== 'number' || !Number.isSafeInteger(amount))
+    details.push({
+      field: 'amount',
+      message: `is required (an integer in the smallest unit, at most ${MAXIMUM_AMOUNT})`,
+    });
   else if (amount < MINIMUM_AMOUNT)
     details.push({ field: 'amount', message: `must be at least ${MINIMUM_AMOUNT}` });
+  else if (amount > MAXIMUM_AMOUNT)
+    details.push({ field: 'amount', message: `must be at most ${MAXIMUM_AMOUNT}` });
   if (metadata === undefined) details.push({ field: 'metadata', message: 'is required' });
   else if (!validMetadata.Check(metadata)) details.push(...issues(validMetadata, metadata, 'metadata'));
   if ((customer === undefined) === (customer_id === undefined)) {
     details.push({ field: 'customer', message: 'give exactly one of customer and customer_id' });
   } else if (customer !== undefined && !validCustomer.Check(customer)) {
     details.push(...issues(validCustomer, customer, 'customer'));
+  } else if (customer !== undefined) {
+    const problem = emailProblem((customer as { email: string }).email);
+    if (problem) details.push({ field: 'customer.email', message: problem });
   } else if (customer_id !== undefined && (typeof customer_id !== 'string' || !UUID.test(customer_id))) {
     details.push({ field: 'customer_id', message: 'must be the id of a customer' });
   }
@@ -154,6 +169,7 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
     '/payment-sessions',
     {
       schema: {
+        description: `\`amount\` is an integer in the smallest unit, from ${MINIMUM_AMOUNT} to ${MAXIMUM_AMOUNT} (2^53 - 1); anything else, 1e308 or 9007199254740993 included, is 422. A customer's \`email\` has one @ and a domain with a dot, and no whitespace or control characters.`,
         body: Type.Object({}, { additionalProperties: true }),
         response: { 201: Type.Object({ data: SessionEnvelopeSchema }) },
       },

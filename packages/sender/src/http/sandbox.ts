@@ -5,7 +5,8 @@ import type { Database } from '../db/database.js';
 import type { Mode, Schema } from '../db/schema.js';
 import { expireSession } from '../sweeper.js';
 import { ApiError } from './errors.js';
-import { envelope, SessionEnvelopeSchema } from './payments.js';
+import { responseStored, storeResponse } from './idempotency.js';
+import { envelope, type Payment, SessionEnvelopeSchema } from './payments.js';
 import { failSession, lockSession, receiveFunds, type SessionRow, settleSession } from './session-state.js';
 
 const Answer = { 200: Type.Object({ data: SessionEnvelopeSchema }) };
@@ -54,9 +55,11 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
         response: Answer,
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { businessId, mode } = request.principal;
       const { outcome, settle = true } = request.body;
+      // The response is stored under the Idempotency-Key in the transaction that makes the last
+      // change: the first one when it is also the last (a failure, or settle: false).
       const first = await db.transaction().execute(async (tx) => {
         const row = await lockSession(tx, request.params.payment_id, businessId, mode);
         if (row.captured_at === null)
@@ -65,19 +68,29 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
           throw new ApiError(409, 'invalid_state', `The payment is ${row.status} already.`);
         const payment =
           outcome === 'failed' ? await failSession(tx, row, 'payment_failed') : await receiveFunds(tx, row);
-        return { row, payment };
+        if (payment.status !== 'captured' || !settle) {
+          const response = { data: envelope(payment, new Date(row.expires_at), capture(row)) };
+          await storeResponse(tx, request, reply, 200, response);
+          return { response };
+        }
+        return { row };
       });
-      if (first.payment.status !== 'captured' || !settle) {
-        return { data: envelope(first.payment, new Date(first.row.expires_at), capture(first.row)) };
+      if ('response' in first) {
+        responseStored(request, 200);
+        return first.response;
       }
       // Funds received is committed on its own, so `captured` is a state a reader can meet; then
       // the payment is credited to the business in a second transaction, with its event.
-      return db.transaction().execute(async (tx) => {
+      const response = await db.transaction().execute(async (tx) => {
         const row = await lockSession(tx, first.row.id, businessId, mode);
         // Settled meanwhile by the settle route: answer the payment as it is.
-        const payment = row.status === 'captured' ? await settleSession(tx, row) : row.data;
-        return { data: envelope(payment as typeof first.payment, new Date(row.expires_at), capture(row)) };
+        const payment = row.status === 'captured' ? await settleSession(tx, row) : (row.data as Payment);
+        const settled = { data: envelope(payment, new Date(row.expires_at), capture(row)) };
+        await storeResponse(tx, request, reply, 200, settled);
+        return settled;
       });
+      responseStored(request, 200);
+      return response;
     },
   );
 
@@ -90,9 +103,9 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
         response: Answer,
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { businessId, mode } = request.principal;
-      return db.transaction().execute(async (tx) => {
+      const response = await db.transaction().execute(async (tx) => {
         const row = await lockInState(
           tx,
           request.params.payment_id,
@@ -102,8 +115,12 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
           'only a captured payment (funds received) can be settled',
         );
         const payment = await settleSession(tx, row);
-        return { data: envelope(payment, new Date(row.expires_at), capture(row)) };
+        const settled = { data: envelope(payment, new Date(row.expires_at), capture(row)) };
+        await storeResponse(tx, request, reply, 200, settled);
+        return settled;
       });
+      responseStored(request, 200);
+      return response;
     },
   );
 
@@ -116,9 +133,9 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
         response: Answer,
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { businessId, mode } = request.principal;
-      return db.transaction().execute(async (tx) => {
+      const response = await db.transaction().execute(async (tx) => {
         const row = await lockInState(
           tx,
           request.params.payment_id,
@@ -131,8 +148,12 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
         const expiresAt = new Date(row.expires_at) < now ? new Date(row.expires_at) : now;
         await tx.updateTable('payments').set({ expires_at: expiresAt }).where('id', '=', row.id).execute();
         const payment = await expireSession(tx, row);
-        return { data: envelope(payment, expiresAt, capture(row)) };
+        const expired = { data: envelope(payment, expiresAt, capture(row)) };
+        await storeResponse(tx, request, reply, 200, expired);
+        return expired;
       });
+      responseStored(request, 200);
+      return response;
     },
   );
 };

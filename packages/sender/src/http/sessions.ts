@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import type { Database } from '../db/database.js';
 import { expireSession } from '../sweeper.js';
 import { ApiError } from './errors.js';
+import { responseStored, storeResponse } from './idempotency.js';
 import { envelope, type Payment, SessionEnvelopeSchema } from './payments.js';
 import { sandboxRoutes } from './sandbox.js';
 import { sandboxPages } from './sandbox-pages.js';
@@ -48,11 +49,18 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
         response: { 200: Type.Object({ data: SessionEnvelopeSchema }) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { businessId, mode } = request.principal;
       const origin = `${request.protocol}://${request.host}`;
       const card = request.body?.card;
+      const expired = new ApiError(409, 'session_expired', 'The session expired; create a new one.');
+      // Every outcome that changes the payment is stored under the Idempotency-Key in its
+      // transaction: a retry after a crash past the commit replays it, rather than meeting a 409.
       const result = await db.transaction().execute(async (tx) => {
+        const answer = async <T>(response: T): Promise<T> => {
+          await storeResponse(tx, request, reply, 200, response);
+          return response;
+        };
         const row = await lockSession(tx, request.params.payment_id, businessId, mode);
         if (row.status !== 'pending' || row.captured_at !== null) {
           throw new ApiError(
@@ -64,6 +72,7 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
         if (new Date(row.expires_at).getTime() <= Date.now()) {
           // Failed and committed (with its event) before the 409 is answered.
           await expireSession(tx, row);
+          await storeResponse(tx, request, reply, 409, expired.toJSON());
           return 'expired' as const;
         }
         const payment = row.data as Payment;
@@ -110,7 +119,7 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
               ]);
             if (card.number === CARD_DECLINED) {
               const failed = await failSession(tx, row, 'card_declined');
-              return { data: envelope(failed, new Date(row.expires_at)) };
+              return answer({ data: envelope(failed, new Date(row.expires_at)) });
             }
             authType = '3ds';
             links = { redirect_url: sandbox('3ds') };
@@ -135,10 +144,13 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
           })
           .where('id', '=', row.id)
           .execute();
-        return { data: envelope(captured, new Date(row.expires_at), { auth_type: authType, links }) };
+        return answer({ data: envelope(captured, new Date(row.expires_at), { auth_type: authType, links }) });
       });
-      if (result === 'expired')
-        throw new ApiError(409, 'session_expired', 'The session expired; create a new one.');
+      if (result === 'expired') {
+        responseStored(request, 409);
+        throw expired;
+      }
+      responseStored(request, 200);
       return result;
     },
   );
