@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+// Part of `pnpm lint`: keeps each package's sources in the shape docs/decisions.md describes
+// ("Checks that keep the code's shape"). It fails on
+//   - an import cycle between the modules of a package (type-only imports included: a cycle of
+//     types is still two files that cannot be read apart), and
+//   - a source file over MAX_LINES lines.
+// Relative imports only: packages depend on each other through their public entry points, and the
+// workspace's dependency order already rules out cycles between packages.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const MAX_LINES = 400;
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\b[^'"`;]*?\bfrom\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+function sourceFiles(dir) {
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...sourceFiles(path));
+    else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(path);
+  }
+  return out;
+}
+
+/** The file a relative specifier names: `./x.js` is `./x.ts`, a directory its `index.ts`. */
+function resolveImport(from, specifier, known) {
+  const base = resolve(dirname(from), specifier);
+  for (const candidate of [base.replace(/\.js$/, '.ts'), `${base}.ts`, join(base, 'index.ts')]) {
+    if (known.has(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+/** Strongly connected components with more than one module (or a module importing itself). */
+function cycles(graph) {
+  let index = 0;
+  const indices = new Map();
+  const low = new Map();
+  const stack = [];
+  const onStack = new Set();
+  const found = [];
+  const visit = (v) => {
+    indices.set(v, index);
+    low.set(v, index);
+    index++;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!indices.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v), indices.get(w)));
+      }
+    }
+    if (low.get(v) === indices.get(v)) {
+      const component = [];
+      let w;
+      do {
+        w = stack.pop();
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(component);
+    }
+  };
+  for (const v of graph.keys()) if (!indices.has(v)) visit(v);
+  return found;
+}
+
+const problems = [];
+const packagesDir = join(root, 'packages');
+for (const pkg of readdirSync(packagesDir)) {
+  const src = join(packagesDir, pkg, 'src');
+  let files;
+  try {
+    files = sourceFiles(src);
+  } catch {
+    continue;
+  }
+  const known = new Set(files);
+  const graph = new Map();
+  for (const file of files) {
+    const text = readFileSync(file, 'utf8');
+    const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+    if (lines > MAX_LINES) {
+      problems.push(`${relative(root, file)}: ${lines} lines (at most ${MAX_LINES}: split it by concern)`);
+    }
+    const edges = [];
+    for (const match of text.matchAll(IMPORT)) {
+      const specifier = match[1] ?? match[2];
+      if (!specifier?.startsWith('.')) continue;
+      const target = resolveImport(file, specifier, known);
+      if (target) edges.push(target);
+    }
+    graph.set(file, edges);
+  }
+  for (const component of cycles(graph)) {
+    problems.push(`import cycle: ${component.map((f) => relative(root, f)).join(' <-> ')}`);
+  }
+}
+
+if (problems.length > 0) {
+  for (const problem of problems) console.error(`check-structure: ${problem}`);
+  process.exit(1);
+}
+console.log('check-structure: no import cycles, no source file over 400 lines');
