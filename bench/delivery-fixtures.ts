@@ -5,12 +5,11 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createTestPayment } from '@payhook/core/testing';
 import { type Database, signedPayload } from '@payhook/sender';
+import { startLoopbackReceiver } from '../test/support/loopback-receiver.js';
 import { BENCH_BUSINESS_ID } from './lib.js';
 
 /** How long the receiver takes to answer a request whose path starts with `/slow`, in ms. */
@@ -19,27 +18,21 @@ export const SLOW_MS = 50;
 const EVENT_TYPE = 'payment.session.succeeded';
 
 /**
- * Child process: the receiver. Reads each body and answers 200 with a tiny body, at once or, under
+ * Child process: the receiver. Drains each body and answers 200 with a tiny body, at once or, under
  * `/slow`, after {@link SLOW_MS}. Prints its port; prints the requests it answered on SIGTERM.
  */
-function receive(): void {
-  let requests = 0;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      requests++;
-      const answer = () =>
-        res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' }).end('ok');
-      if (req.url?.startsWith('/slow')) setTimeout(answer, SLOW_MS);
-      else answer();
-    });
+async function receive(): Promise<void> {
+  const ok = { status: 200, body: 'ok', headers: { 'content-type': 'text/plain', 'content-length': '2' } };
+  const slow = { ...ok, delayMs: SLOW_MS };
+  const receiver = await startLoopbackReceiver({
+    path: '/',
+    record: false,
+    respond: (request) => (request.url.startsWith('/slow') ? slow : ok),
   });
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1', () => {
-    process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`);
-  });
+  receiver.server.keepAliveTimeout = 60_000;
+  process.stdout.write(`${JSON.stringify({ port: receiver.port })}\n`);
   process.once('SIGTERM', () => {
-    process.stdout.write(`${JSON.stringify({ requests })}\n`);
+    process.stdout.write(`${JSON.stringify({ requests: receiver.requests })}\n`);
     process.exit(0);
   });
 }
@@ -113,4 +106,4 @@ export async function queueDeliveries(
   return bodies;
 }
 
-if (process.argv[2] === 'receive') receive();
+if (process.argv[2] === 'receive') await receive();

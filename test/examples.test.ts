@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createTestEvent } from '@payhook/core/testing';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { freePort } from './support/free-port.js';
 
 // The examples run as a user runs them: `node server.mjs` on the built packages, configured by
 // the environment, over real HTTP.
@@ -13,14 +13,6 @@ const children: ChildProcess[] = [];
 afterEach(() => {
   for (const child of children.splice(0)) child.kill('SIGTERM');
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 function start(example: string, env: Record<string, string>): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, ['server.mjs'], {

@@ -2,7 +2,6 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +9,7 @@ import { createReceiver } from '@payhook/core';
 import { payhook } from '@payhook/express';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../../test/support/free-port.js';
 
 // The built command, run as a user runs it: a process, its output and its exit code.
 const bin = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -205,11 +205,7 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
         expect(refused.code).toBe(1);
         expect(refused.stdout).toContain('401');
         expect(refused.stdout).toContain('invalid_checksum');
-        const probe = createServer().listen(0, '127.0.0.1');
-        await once(probe, 'listening');
-        const closedPort = (probe.address() as AddressInfo).port;
-        probe.close();
-        await once(probe, 'close');
+        const closedPort = await freePort();
         const down = await payhookCli([
           'trigger',
           'payment.session.created',

@@ -1,8 +1,13 @@
-import { describe, expect, it } from 'vitest';
+import { describeStoreContract } from '@payhook/core/testing';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../src/index.js';
-import { describeStoreContract } from './contract/store-contract.js';
 
-describeStoreContract('memory', async ({ retentionMs }) => createMemoryStore({ retentionMs }));
+describeStoreContract('memory', async ({ retentionMs }) => createMemoryStore({ retentionMs }), {
+  describe,
+  it,
+  expect,
+  afterEach,
+});
 
 describe('createMemoryStore', () => {
   it('rejects a retention that is not a positive number', () => {

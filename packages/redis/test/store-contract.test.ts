@@ -1,6 +1,6 @@
+import { describeStoreContract } from '@payhook/core/testing';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeStoreContract } from '../../core/test/contract/store-contract.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisStore } from '../src/index.js';
 import { cleanup, connect, randomPrefix, TEST_REDIS_URL } from './redis.js';
 
@@ -14,11 +14,15 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-describeStoreContract('redis', async ({ retentionMs }) => {
-  const prefix = randomPrefix();
-  prefixes.push(prefix);
-  return createRedisStore({ redis, prefix, retentionMs });
-});
+describeStoreContract(
+  'redis',
+  async ({ retentionMs }) => {
+    const prefix = randomPrefix();
+    prefixes.push(prefix);
+    return createRedisStore({ redis, prefix, retentionMs });
+  },
+  { describe, it, expect, afterEach },
+);
 
 describe('createRedisStore', () => {
   it('validates its options', () => {

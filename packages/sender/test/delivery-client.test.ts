@@ -1,63 +1,31 @@
-import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import {
+  type LoopbackReceiver,
+  type LoopbackReceiverOptions,
+  startLoopbackReceiver,
+} from '../../../test/support/loopback-receiver.js';
 import { createDeliveryClient, type DeliveryClient } from '../src/delivery/http-client.js';
 import type { Resolver } from '../src/net/webhook-url.js';
 
 // Every server here listens on 127.0.0.1, so the client runs with allowPrivate: the SSRF guard has
 // its own suite (ssrf.test.ts); this one is about HTTP behaviour.
 
-interface Received {
-  method: string | undefined;
-  url: string | undefined;
-  headers: IncomingMessage['headers'];
-  body: Buffer;
+const servers: LoopbackReceiver[] = [];
+
+/** A loopback receiver that records each request (with its raw body), closed after the file. */
+async function startServer(options: LoopbackReceiverOptions): Promise<LoopbackReceiver> {
+  const server = await startLoopbackReceiver(options);
+  servers.push(server);
+  return server;
 }
 
-interface TestServer {
-  server: Server;
-  url: string;
-  port: number;
-  received: Received[];
-  connections: number;
-}
-
-const servers: Server[] = [];
-
-/** A loopback HTTP server that records each request (with its raw body) before `handle` answers. */
-async function startServer(handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<TestServer> {
-  const state: TestServer = { server: createServer(), url: '', port: 0, received: [], connections: 0 };
-  state.server.on('connection', () => {
-    state.connections += 1;
-  });
-  state.server.on('request', (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      state.received.push({
-        method: req.method,
-        url: req.url,
-        headers: req.headers,
-        body: Buffer.concat(chunks),
-      });
-      handle(req, res);
-    });
-  });
-  state.server.listen(0, '127.0.0.1');
-  await once(state.server, 'listening');
-  servers.push(state.server);
-  state.port = (state.server.address() as AddressInfo).port;
-  state.url = `http://127.0.0.1:${state.port}/webhooks/`;
-  return state;
-}
-
-const answer =
-  (status: number, body = '', headers: Record<string, string> = {}) =>
-  (_req: IncomingMessage, res: ServerResponse) => {
-    res.writeHead(status, headers);
-    res.end(body);
-  };
+const answer = (
+  status: number,
+  body = '',
+  headers: Record<string, string> = {},
+): LoopbackReceiverOptions => ({
+  respond: { status, body, headers },
+});
 
 const clients: DeliveryClient[] = [];
 const clientWith = (options: Parameters<typeof createDeliveryClient>[0] = {}) => {
@@ -71,10 +39,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  for (const server of servers) {
-    server.closeAllConnections();
-    server.close();
-  }
+  await Promise.all(servers.map((server) => server.close()));
 });
 
 const body = JSON.stringify({ event: 'payment.session.succeeded', data: { amount: 150000 }, checksum: 'ab' });
@@ -133,7 +98,7 @@ describe('createDeliveryClient: the request', () => {
     const [received] = target.received;
     expect(received?.method).toBe('POST');
     expect(received?.url).toBe('/webhooks/?q=1');
-    expect(received?.body.equals(Buffer.from(exact, 'utf8'))).toBe(true);
+    expect(received?.raw.equals(Buffer.from(exact, 'utf8'))).toBe(true);
     expect(received?.headers['content-type']).toBe('application/json');
     expect(received?.headers['content-length']).toBe(String(Buffer.byteLength(exact)));
     expect(received?.headers['x-payhook-attempt']).toBe('3');
@@ -177,18 +142,20 @@ describe('createDeliveryClient: response bodies', () => {
 
   it('stops reading an endless body', async () => {
     let stopped = false;
-    const target = await startServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      const chunk = 'y'.repeat(16 * 1024);
-      const pump = () => {
-        if (stopped || res.destroyed) return;
-        res.write(chunk);
-        setImmediate(pump);
-      };
-      res.on('close', () => {
-        stopped = true;
-      });
-      pump();
+    const target = await startServer({
+      handle: (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        const chunk = 'y'.repeat(16 * 1024);
+        const pump = () => {
+          if (stopped || res.destroyed) return;
+          res.write(chunk);
+          setImmediate(pump);
+        };
+        res.on('close', () => {
+          stopped = true;
+        });
+        pump();
+      },
     });
     const outcome = await clientWith({ maxResponseBytes: 100 }).send({ url: target.url, body });
     expect(outcome).toMatchObject({ ok: true, statusCode: 200, responseBody: 'y'.repeat(100) });
@@ -204,7 +171,7 @@ describe('createDeliveryClient: response bodies', () => {
 
 describe('createDeliveryClient: failures', () => {
   it('times out a server that never answers', async () => {
-    const target = await startServer(() => {});
+    const target = await startServer({ respond: 'hang' });
     const outcome = await clientWith({ totalTimeoutMs: 300 }).send({ url: target.url, body });
     expect(outcome).toMatchObject({
       ok: false,
@@ -217,9 +184,11 @@ describe('createDeliveryClient: failures', () => {
   });
 
   it('times out a body that trickles past the deadline, keeping the status and what arrived', async () => {
-    const target = await startServer((_req, res) => {
-      res.writeHead(200);
-      res.write('partial');
+    const target = await startServer({
+      handle: (_req, res) => {
+        res.writeHead(200);
+        res.write('partial');
+      },
     });
     const outcome = await clientWith({ totalTimeoutMs: 300 }).send({ url: target.url, body });
     expect(outcome).toMatchObject({
@@ -255,8 +224,7 @@ describe('createDeliveryClient: failures', () => {
 
   it('reports connection_refused for a port nobody listens on', async () => {
     const gone = await startServer(answer(200));
-    gone.server.close();
-    await once(gone.server, 'close');
+    await gone.close();
     const outcome = await clientWith().send({ url: gone.url, body });
     expect(outcome).toMatchObject({
       ok: false,
@@ -267,7 +235,7 @@ describe('createDeliveryClient: failures', () => {
   });
 
   it('reports network_error when the server drops the connection', async () => {
-    const target = await startServer((req) => req.socket.destroy());
+    const target = await startServer({ handle: (req) => req.socket.destroy() });
     const outcome = await clientWith().send({ url: target.url, body });
     expect(outcome).toMatchObject({ ok: false, statusCode: null, error: { code: 'network_error' } });
   });

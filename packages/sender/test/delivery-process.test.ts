@@ -3,8 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
 import { type Database, openDatabase } from '../src/index.js';
-import { startReceiver, type TestReceiver } from './fixtures/receiver.js';
 import { sessionRequest as session } from './fixtures/requests.js';
 import { type SenderProcess, spawnSender } from './fixtures/sender-process.js';
 import { dropSchema, TEST_DATABASE_URL } from './fixtures/storage.js';
@@ -44,11 +44,11 @@ function deliveriesIn(database: Database) {
 }
 
 /** Ids of the deliveries the receiver got, each as often as it was sent. */
-const deliveryIds = (received: TestReceiver['received']) =>
+const deliveryIds = (received: LoopbackReceiver['received']) =>
   received.map((r) => r.headers['payhook-delivery-id'] as string);
 
 /** Sends beyond the first, over all deliveries: the deliveries sent twice (or more). */
-const extraSends = (received: TestReceiver['received']) =>
+const extraSends = (received: LoopbackReceiver['received']) =>
   received.length - new Set(deliveryIds(received)).size;
 
 describe('the delivery worker in sender processes', { timeout: 180_000 }, () => {
@@ -114,7 +114,7 @@ describe('the delivery worker in sender processes', { timeout: 180_000 }, () => 
 
   it('SIGTERM with attempts hanging past the grace: the process exits 0, every claim released and due again (PGlite)', async () => {
     const dataDir = await pgliteDir();
-    const receiver = await startReceiver('hang');
+    const receiver = await startLoopbackReceiver({ respond: 'hang' });
     receivers.push(receiver);
     const p = await sender({
       DATABASE_URL: '',
@@ -153,7 +153,7 @@ describe('the delivery worker in sender processes', { timeout: 180_000 }, () => 
 
   it('SIGTERM with attempts that finish within the grace: they end delivered, nothing stays claimed (PGlite)', async () => {
     const dataDir = await pgliteDir();
-    const receiver = await startReceiver('hang');
+    const receiver = await startLoopbackReceiver({ respond: 'hang' });
     receivers.push(receiver);
     const p = await sender({
       DATABASE_URL: '',
@@ -193,7 +193,7 @@ describe('the delivery worker in sender processes', { timeout: 180_000 }, () => 
 
   it('kill -9 with deliveries claimed on PostgreSQL: another instance delivers every one after the lease', async () => {
     const { database, env } = await postgresSchema('dproc_kill');
-    const receiver = await startReceiver('hang');
+    const receiver = await startLoopbackReceiver({ respond: 'hang' });
     receivers.push(receiver);
     const lease = { PAYHOOK_DELIVERY_LEASE_SECONDS: '2' };
     const a = await sender({ ...env, ...lease });
@@ -232,7 +232,7 @@ describe('the delivery worker in sender processes', { timeout: 180_000 }, () => 
 
   it('kill -9 with deliveries claimed on PGlite: the restarted process takes the stale lock over and delivers every one', async () => {
     const dataDir = await pgliteDir();
-    const receiver = await startReceiver('hang');
+    const receiver = await startLoopbackReceiver({ respond: 'hang' });
     receivers.push(receiver);
     const env = {
       DATABASE_URL: '',
@@ -278,7 +278,7 @@ describe('the delivery worker in sender processes', { timeout: 180_000 }, () => 
 
   it('two instances on one PostgreSQL schema in a normal run send no delivery twice', async () => {
     const { database, env } = await postgresSchema('dproc_two');
-    const receiver = await startReceiver(200);
+    const receiver = await startLoopbackReceiver({ respond: 200 });
     receivers.push(receiver);
     const a = await sender(env);
     const b = await sender(env);

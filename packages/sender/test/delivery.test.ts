@@ -2,6 +2,12 @@ import { verifyChecksum } from '@payhook/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
+  type LoopbackReceiver,
+  type LoopbackReceiverOptions,
+  type Respond,
+  startLoopbackReceiver,
+} from '../../../test/support/loopback-receiver.js';
+import {
   buildApp,
   createDeliveryClient,
   createDeliveryMetrics,
@@ -12,7 +18,7 @@ import {
   loadConfig,
   retrySchedule,
 } from '../src/index.js';
-import { manualClock, seededRandom, startReceiver, type TestReceiver } from './fixtures/receiver.js';
+import { manualClock, seededRandom } from './fixtures/clock.js';
 import { sessionRequest as session } from './fixtures/requests.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
@@ -24,7 +30,7 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
   let metrics: DeliveryMetrics;
   const BIZ = `biz-delivery-${storage}`;
   const KEY = `sk_test_delivery_${storage}`;
-  const receivers: TestReceiver[] = [];
+  const receivers: LoopbackReceiver[] = [];
   const workers: { stop(): Promise<void> }[] = [];
 
   // Opening PGlite and migrating takes a few seconds on a busy machine.
@@ -69,8 +75,8 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
     return { status: res.status, body: json };
   }
 
-  async function receiver(...args: Parameters<typeof startReceiver>) {
-    const r = await startReceiver(...args);
+  async function receiver(respond: Respond = 200, options: LoopbackReceiverOptions = {}) {
+    const r = await startLoopbackReceiver({ ...options, respond });
     receivers.push(r);
     return r;
   }
@@ -232,30 +238,19 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
   });
 
   it('records an answer whose body holds NUL bytes (PostgreSQL text cannot), and delivers the rest of the batch', async () => {
-    const { createServer } = await import('node:http');
-    const binary = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => res.writeHead(500).end(Buffer.from([0x61, 0x00, 0x62])));
-    }).listen(0, '127.0.0.1');
-    await new Promise((resolve) => binary.once('listening', resolve));
+    const binary = await receiver({ status: 500, body: Buffer.from([0x61, 0x00, 0x62]) }, { path: '/' });
     const fine = await receiver(200);
-    try {
-      const binaryUrl = `http://127.0.0.1:${(binary.address() as { port: number }).port}/`;
-      await register(binaryUrl, fine.url);
-      const payment = await createSession();
-      expect(await worker().runDue()).toBe(2);
-      const rows = await deliveriesOf(payment);
-      const bad = rows.find((r) => r.url === binaryUrl);
-      expect(bad).toMatchObject({ status: 'pending', attempts: 1, claim_token: null });
-      expect((await attemptsOf(bad?.id as string))[0]).toMatchObject({
-        status_code: 500,
-        response_body: 'ab',
-      });
-      expect(rows.find((r) => r.url === fine.url)).toMatchObject({ status: 'delivered' });
-    } finally {
-      binary.closeAllConnections();
-      binary.close();
-    }
+    await register(binary.url, fine.url);
+    const payment = await createSession();
+    expect(await worker().runDue()).toBe(2);
+    const rows = await deliveriesOf(payment);
+    const bad = rows.find((r) => r.url === binary.url);
+    expect(bad).toMatchObject({ status: 'pending', attempts: 1, claim_token: null });
+    expect((await attemptsOf(bad?.id as string))[0]).toMatchObject({
+      status_code: 500,
+      response_body: 'ab',
+    });
+    expect(rows.find((r) => r.url === fine.url)).toMatchObject({ status: 'delivered' });
   });
 
   it('retries for 48 hours on the schedule, at exactly the computed times, then marks the delivery failed', async () => {

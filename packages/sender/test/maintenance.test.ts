@@ -1,5 +1,6 @@
 import { type KyselyPlugin, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
 import { createMaintenance, type MaintenanceReport } from '../src/db/maintenance.js';
 import {
   createDeliveryClient,
@@ -9,7 +10,6 @@ import {
   type Schema,
   startSender,
 } from '../src/index.js';
-import { startReceiver, type TestReceiver } from './fixtures/receiver.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
 const BATCH = 2000;
@@ -103,11 +103,11 @@ const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 describe('database maintenance on PGlite', { timeout: 120_000 }, () => {
   let database: Database;
   let cleanup: () => Promise<void>;
-  let receiver: TestReceiver;
+  let receiver: LoopbackReceiver;
 
   beforeAll(async () => {
     ({ database, cleanup } = await openTestDatabase('pglite', 'maintenance'));
-    receiver = await startReceiver(200);
+    receiver = await startLoopbackReceiver({ respond: 200 });
   }, 60_000);
   afterAll(async () => {
     await receiver?.close();

@@ -1,7 +1,5 @@
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
 import { createDeliveryClient, type DeliveryClient } from '../src/delivery/http-client.js';
 import { checkWebhookUrl, type Resolver } from '../src/net/webhook-url.js';
 
@@ -12,52 +10,29 @@ import { checkWebhookUrl, type Resolver } from '../src/net/webhook-url.js';
 // check (the send's first step, same resolver) refuses it, so a private answer such as 10.0.0.1 is
 // never dialled even if the client were broken.
 
-/** A loopback HTTP listener that counts the TCP connections and requests it receives. */
-interface Listener {
-  server: Server;
-  connections: number;
-  requests: number;
-}
-
-const listen = async (host: string, port: number): Promise<Listener> => {
-  const listener: Listener = { server: createServer(), connections: 0, requests: 0 };
-  listener.server.on('connection', () => {
-    listener.connections += 1;
-  });
-  listener.server.on('request', (req, res) => {
-    listener.requests += 1;
-    req.resume();
-    req.on('end', () => res.end('{"received":true}'));
-  });
-  listener.server.listen(port, host);
-  await Promise.race([
-    once(listener.server, 'listening'),
-    once(listener.server, 'error').then(([error]) => Promise.reject(error)),
-  ]);
-  return listener;
-};
-
-const stop = (listener: Listener) => {
-  listener.server.closeAllConnections();
-  listener.server.close();
-};
+/** A loopback listener that counts the TCP connections and requests it receives. */
+const listen = (host: string, port: number) =>
+  startLoopbackReceiver({ host, port, record: false, respond: { status: 200, body: '{"received":true}' } });
 
 /** Listeners on 127.0.0.1 and ::1 sharing one port (retried if ::1 already has that port taken). */
-async function listenOnBothLoopbacks(): Promise<{ v4: Listener; v6: Listener; port: number }> {
+async function listenOnBothLoopbacks(): Promise<{
+  v4: LoopbackReceiver;
+  v6: LoopbackReceiver;
+  port: number;
+}> {
   for (let tries = 0; tries < 20; tries++) {
     const v4 = await listen('127.0.0.1', 0);
-    const port = (v4.server.address() as AddressInfo).port;
     try {
-      return { v4, v6: await listen('::1', port), port };
+      return { v4, v6: await listen('::1', v4.port), port: v4.port };
     } catch {
-      stop(v4);
+      await v4.close();
     }
   }
   throw new Error('no port free on both 127.0.0.1 and ::1');
 }
 
-let v4: Listener;
-let v6: Listener;
+let v4: LoopbackReceiver;
+let v6: LoopbackReceiver;
 let port: number;
 const clients: DeliveryClient[] = [];
 
@@ -67,8 +42,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(clients.map((client) => client.close()));
-  stop(v4);
-  stop(v6);
+  await Promise.all([v4.close(), v6.close()]);
 });
 
 const seen = () => ({ connections: v4.connections + v6.connections, requests: v4.requests + v6.requests });
@@ -276,8 +250,7 @@ describe('allowPrivate', () => {
       expect(outcome).toMatchObject({ ok: true, statusCode: 200, responseBody: '{"received":true}' });
       expect(listeners.v4.requests + listeners.v6.requests).toBe(1);
     } finally {
-      stop(listeners.v4);
-      stop(listeners.v6);
+      await Promise.all([listeners.v4.close(), listeners.v6.close()]);
     }
   });
 

@@ -163,3 +163,10 @@ export function createTestEvent<Name extends KnownEventName>(
     businessId,
   ) as unknown as KnownEventMap[Name];
 }
+
+export {
+  describeStoreContract,
+  type StoreContractAssertion,
+  type StoreContractTestApi,
+  type StoreFactory,
+} from './store-contract.js';

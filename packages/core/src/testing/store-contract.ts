@@ -1,18 +1,62 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { ClaimRequest, IdempotencyStore } from '../../src/index.js';
+import type { ClaimRequest, IdempotencyStore } from '../store/types.js';
 
-/** Makes a fresh, empty store for one test; `retentionMs` as given. */
+/** Makes a fresh, empty store for one test, keeping finished records for `retentionMs`. */
 export type StoreFactory = (options: { retentionMs: number }) => Promise<IdempotencyStore>;
+
+/** The matchers the contract uses: those of Vitest's and Jest's `expect`. */
+export interface StoreContractAssertion {
+  toBe(expected: unknown): void;
+  toEqual(expected: unknown): void;
+  toMatchObject(expected: object): void;
+  toHaveLength(length: number): void;
+  toBeUndefined(): void;
+  toContain(item: string): void;
+}
+
+/**
+ * The test functions the contract registers its tests with. Vitest's and Jest's fit as they are;
+ * they are passed in so that this module depends on no test runner.
+ */
+export interface StoreContractTestApi {
+  describe(name: string, body: () => void): void;
+  it(name: string, body: () => Promise<void>): void;
+  afterEach(body: () => Promise<void>): void;
+  expect(actual: unknown): StoreContractAssertion;
+}
 
 const LONG = 60_000;
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * The idempotency store contract (DESIGN.md, "Work queue and idempotency"), written once and run
- * against every store: the memory store here, the Redis store in @payhook/redis.
+ * Registers the idempotency store contract (see {@link IdempotencyStore}) as a `describe` block:
+ * claims (exactly one winner, however many claim a key at once), leases and their renewal,
+ * completion and failure by the owner only, recovery of lapsed leases, and retention. The memory
+ * store and the Redis store run it; a store of your own should too.
+ *
+ * `factory` is called for each test and must return an empty store (use a fresh key prefix or
+ * database per call); after each test the suite calls `close()` on every store it opened. Leases
+ * and retentions of 30 to 100 ms are used, and checked 40 ms or more after they end: a store must
+ * honour `leaseMs` and `retentionMs` in milliseconds, neither rounding them to seconds nor
+ * ending them early.
+ *
+ * @example
+ * ```ts
+ * // my-store.test.ts
+ * import { randomUUID } from 'node:crypto';
+ * import { describeStoreContract } from '@payhook/core/testing';
+ * import { afterEach, describe, expect, it } from 'vitest';
+ * import { createMyStore } from '../src/index.js';
+ *
+ * describeStoreContract(
+ *   'my store',
+ *   async ({ retentionMs }) => createMyStore({ prefix: `test:${randomUUID()}`, retentionMs }),
+ *   { describe, it, expect, afterEach },
+ * );
+ * ```
  */
-export function describeStoreContract(name: string, factory: StoreFactory): void {
+export function describeStoreContract(name: string, factory: StoreFactory, test: StoreContractTestApi): void {
+  const { describe, it, expect, afterEach } = test;
   describe(`store contract: ${name}`, () => {
     const opened: IdempotencyStore[] = [];
     const open = async (retentionMs = LONG) => {
@@ -77,9 +121,9 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       const burst = (store: IdempotencyStore, key: string, owners: string[]) =>
         Promise.all(owners.map((owner) => store.claim(key, request(owner))));
 
-      it.each([1, 2, 20, 200])(
-        '%i concurrent claims of one key from one owner: exactly one claimed',
-        async (n) => {
+      // Loops rather than `it.each`, which not every runner has.
+      for (const n of [1, 2, 20, 200]) {
+        it(`${n} concurrent claims of one key from one owner: exactly one claimed`, async () => {
           const store = await open();
           const key = randomUUID();
           const results = await burst(
@@ -94,12 +138,11 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
             owner: 'same-owner',
             attempts: 1,
           });
-        },
-      );
+        });
+      }
 
-      it.each([2, 20, 200])(
-        '%i concurrent claims of one key from several owners: exactly one claimed',
-        async (n) => {
+      for (const n of [2, 20, 200]) {
+        it(`${n} concurrent claims of one key from several owners: exactly one claimed`, async () => {
           const store = await open();
           const key = randomUUID();
           const owners = Array.from({ length: n }, (_, i) => `owner-${i % 3}`);
@@ -107,8 +150,8 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
           expect(results.filter((r) => r.status === 'claimed')).toHaveLength(1);
           const winner = owners[results.findIndex((r) => r.status === 'claimed')];
           expect(await store.get(key)).toMatchObject({ owner: winner, attempts: 1 });
-        },
-      );
+        });
+      }
 
       it('concurrent claims of a failed key: exactly one takes the second chance', async () => {
         const store = await open();
