@@ -16,6 +16,7 @@ import {
 import { createTestEvent, signEvent } from '@payhook/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { oversizedBody, writeThenRead } from '../support/raw-http.js';
+import { describeFrameworkErrors } from './framework-errors.js';
 
 /** A running app with the adapter mounted at /webhooks. */
 export interface RunningApp {
@@ -34,10 +35,12 @@ export interface AdapterHarness {
    *  runs before payhook there and there is no "after the body parser" mounting to test. */
   modes?: readonly ('raw' | 'parsed')[];
   /** Mounts `receiver` at POST /webhooks on a fresh app listening on `host` port 0. With
-   *  `bodyParser`, the framework's usual JSON body parser runs first, with a limit of `parserLimitBytes`. */
+   *  `bodyParser`, the framework's usual JSON body parser runs first, with a limit of `parserLimitBytes`.
+   *  With `failBefore`, a step that runs before payhook (a middleware, Fastify's onRequest hook)
+   *  fails every request with that error, handed on as the framework hands on its own. */
   start(
     receiver: Receiver,
-    options: { bodyParser: boolean; host: string; parserLimitBytes: number },
+    options: { bodyParser: boolean; host: string; parserLimitBytes: number; failBefore?: Error },
   ): Promise<RunningApp>;
 }
 
@@ -661,4 +664,5 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
       }
     });
   }
+  describeFrameworkErrors(name, harness);
 }

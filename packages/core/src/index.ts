@@ -77,8 +77,11 @@ export {
   DEFAULT_MAX_QUEUED_BYTES,
   DEFAULT_MAX_QUEUED_EVENTS,
 } from './receiver/create-receiver.js';
+export { errorResult, toPayhookError } from './receiver/framework-error.js';
 export type { Logger } from './receiver/logger.js';
 export { silentLogger, stderrLogger } from './receiver/logger.js';
+export type { NodeRequestMapping } from './receiver/node-request.js';
+export { createNodeRequest } from './receiver/node-request.js';
 export type { BodyStream } from './receiver/read-body.js';
 export {
   DEFAULT_MAX_DRAIN_BYTES,
@@ -100,6 +103,9 @@ export type {
   ReplayResult,
   UnrecognizedEvent,
 } from './receiver/types.js';
+export type { WebhookPath } from './receiver/webhook-path.js';
+export { createWebhookPath } from './receiver/webhook-path.js';
+export { writeResponse } from './receiver/write-response.js';
 export type { MemoryStoreOptions } from './store/memory-store.js';
 export { createMemoryStore, DEFAULT_RETENTION_MS } from './store/memory-store.js';
 export type {

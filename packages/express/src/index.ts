@@ -1,5 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Receiver, readRawBody, runAfterResponse } from '@payhook/core';
+import {
+  createNodeRequest,
+  createWebhookPath,
+  errorResult,
+  type Receiver,
+  writeResponse,
+} from '@payhook/core';
 
 /** The parts of an Express 4 or 5 request the middleware reads. */
 type ExpressRequest = IncomingMessage & {
@@ -14,16 +20,35 @@ type ExpressRequest = IncomingMessage & {
   route?: unknown;
 };
 
-interface ExpressResponse extends ServerResponse {
-  status(code: number): this;
-  set(headers: Record<string, string>): this;
-  json(body: unknown): this;
-}
-
 type Next = (error?: unknown) => void;
 
-/** An Express middleware (typed structurally, so Express 4 and 5 both accept it). */
-export type PayhookMiddleware = (req: IncomingMessage, res: ServerResponse, next: Next) => void;
+/** The request handler of {@link payhook} (typed structurally, so Express 4 and 5 both accept it). */
+export type PayhookRequestHandler = (req: IncomingMessage, res: ServerResponse, next: Next) => void;
+
+/** The error handler of {@link payhook}: answers an error raised on the webhook path before it. */
+export type PayhookErrorHandler = (
+  error: unknown,
+  req: IncomingMessage,
+  res: ServerResponse,
+  next: Next,
+) => void;
+
+/** What {@link payhook} returns: a request handler and an error handler, mounted together. */
+export type PayhookMiddleware = [PayhookRequestHandler, PayhookErrorHandler];
+
+const toRequest = createNodeRequest<ExpressRequest>({
+  incoming: (req) => req,
+  clientIp: (req) => req.ip,
+  rawBody: (req) => req.rawBody,
+  parsedBody: (req) => req.body,
+  consumed: (req) => req._body === true || req.readableEnded,
+});
+
+// Mounted with app.use(path), Express strips the mount point: the webhook is the path itself.
+const mountPoint = createWebhookPath('/');
+
+/** Whether the request is the webhook's: in a route (app.post(path, ...)) the route has matched. */
+const isWebhook = (req: ExpressRequest) => req.route !== undefined || mountPoint.matches(req.path);
 
 /**
  * Express 4 and 5 middleware that receives the service's webhook events through a payhook
@@ -34,6 +59,12 @@ export type PayhookMiddleware = (req: IncomingMessage, res: ServerResponse, next
  * get 405) and the path matches with and without a trailing slash. Mount it before
  * `express.json()`, or on a router without it, for the full protection of the raw body; after a
  * body parser it verifies the parsed value (RFC 8785 only, duplicate keys unseen).
+ *
+ * It is two handlers, which Express mounts together: the second answers, in payhook's error
+ * shape, an error that Express hands on along the webhook path (a body parser before it refused
+ * the body: 413 `payload_too_large`, 400 `malformed_payload`, 415 `unsupported_media_type`), as
+ * the Koa and Fastify adapters do. A fault inside payhook's own handling is answered 500
+ * `internal_error` and logged to the receiver's logger.
  *
  * The client address is Express's `req.ip` (its `trust proxy` setting applies) unless the
  * receiver has `trustedProxies`.
@@ -53,41 +84,25 @@ export type PayhookMiddleware = (req: IncomingMessage, res: ServerResponse, next
  * ```
  */
 export function payhook(receiver: Receiver): PayhookMiddleware {
-  return (incoming, outgoing, next) => {
+  const { logger } = receiver;
+  const handle: PayhookRequestHandler = (incoming, res, next) => {
     const req = incoming as ExpressRequest;
-    const res = outgoing as ExpressResponse;
-    // Mounted with app.use(path): only the path itself is the webhook, not what lies below it.
-    // In a route (app.post(path, ...), router.all(...)) the route has matched already.
-    if (req.route === undefined && req.path !== '/' && req.path !== '') {
+    // Below the mount point lies the rest of the app, not the webhook.
+    if (!isWebhook(req)) {
       next();
       return;
     }
-    const consumed = req._body === true || req.readableEnded;
-    const raw: unknown = req.rawBody;
-    const rawBody = typeof raw === 'string' || raw instanceof Uint8Array ? raw : undefined;
-    const header = req.headers['content-type'];
-    receiver
-      .handle({
-        method: req.method ?? 'GET',
-        contentType: header,
-        remoteAddress: req.socket.remoteAddress,
-        clientIp: req.ip,
-        forwardedFor: req.headers['x-forwarded-for'],
-        rawBody,
-        parsedBody: rawBody === undefined && consumed ? req.body : undefined,
-        // The drain cap is passed on when the receiver gives one (readRawBody has a default).
-        readBody: consumed
-          ? undefined
-          : (maxBytes: number, maxDrainBytes?: number) => readRawBody(req, maxBytes, maxDrainBytes),
-      })
-      .then((result) => {
-        // Written directly rather than with res.json(): a webhook acknowledgement needs none of
-        // its content negotiation and ETag (a SHA-1 of every response).
-        res.statusCode = result.status;
-        for (const name in result.headers) res.setHeader(name, result.headers[name] as string);
-        res.setHeader('content-type', 'application/json; charset=utf-8');
-        res.end(JSON.stringify(result.body));
-        if (result.afterResponse) runAfterResponse(res, result.afterResponse);
-      }, next);
+    receiver.handle(toRequest(req)).then(
+      (result) => writeResponse(res, result),
+      (error: unknown) => writeResponse(res, errorResult(error, logger)),
+    );
   };
+  const handleError: PayhookErrorHandler = (error, incoming, res, next) => {
+    if (!isWebhook(incoming as ExpressRequest) || res.headersSent) {
+      next(error);
+      return;
+    }
+    writeResponse(res, errorResult(error, logger));
+  };
+  return [handle, handleError];
 }

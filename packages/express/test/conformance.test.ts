@@ -12,14 +12,15 @@ type ExpressFactory = typeof express5;
 
 function harness(express: ExpressFactory): AdapterHarness {
   return {
-    async start(receiver: Receiver, { bodyParser, host, parserLimitBytes }) {
+    async start(receiver: Receiver, { bodyParser, host, parserLimitBytes, failBefore }) {
       const app = express();
       if (bodyParser) app.use(express.json({ limit: parserLimitBytes }));
+      if (failBefore) app.use((_req, _res, next) => next(failBefore));
       app.use('/webhooks', payhook(receiver));
       app.get('/health', (_req, res) => {
         res.send('ok');
       });
-      // The usual JSON error handler: the body parser's own errors (bad JSON, too large) keep their status.
+      // The app's own error handler, for its other routes: payhook answers the webhook path's errors itself.
       app.use(
         (
           err: { status?: number; type?: string },

@@ -38,6 +38,31 @@ describe('@payhook/express mounting', () => {
     expect(res.text).toBe('ok');
   });
 
+  it("leaves errors below the webhook path to the app's own error handlers", async () => {
+    const app = express();
+    app.use('/webhooks', payhook(receiver()));
+    app.get('/webhooks/health', () => {
+      throw new Error('down');
+    });
+    app.use((_error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(503).send('app handler');
+    });
+    const res = await request(app).get('/webhooks/health');
+    expect(res.status).toBe(503);
+    expect(res.text).toBe('app handler');
+  });
+
+  it("answers a route's own body parser refusal in payhook's shape", async () => {
+    const app = express();
+    app.post('/hooks', express.json({ limit: 64 }), payhook(receiver()));
+    const res = await request(app)
+      .post('/hooks')
+      .set('content-type', 'application/json')
+      .send(JSON.stringify(event()));
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('payload_too_large');
+  });
+
   it('uses the raw bytes a body parser kept in req.rawBody', async () => {
     const app = express();
     app.use(

@@ -1,5 +1,12 @@
-import { isPayhookError, PayhookError, type Receiver, readRawBody, runAfterResponse } from '@payhook/core';
-import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import {
+  createNodeRequest,
+  createWebhookPath,
+  errorResult,
+  type Receiver,
+  type ReceiverResult,
+  runAfterResponse,
+} from '@payhook/core';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
 /** Options of the Fastify plugin. */
@@ -19,75 +26,44 @@ declare module 'fastify' {
 
 const METHODS = ['DELETE', 'GET', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const;
 
+const toRequest = createNodeRequest<FastifyRequest>({
+  incoming: (request) => request.raw,
+  clientIp: (request) => request.ip,
+  // The pipeline runs in preParsing: nothing has read the body yet.
+  consumed: () => false,
+});
+
+function respond(reply: FastifyReply, result: ReceiverResult): void {
+  if (result.afterResponse) runAfterResponse(reply.raw, result.afterResponse);
+  reply.code(result.status).headers(result.headers).send(result.body);
+}
+
 const plugin: FastifyPluginAsync<PayhookFastifyOptions> = async (fastify, options) => {
   const { receiver } = options;
   if (!receiver || typeof receiver.handle !== 'function') {
     throw new TypeError('Invalid receiver: pass the result of createReceiver() as the "receiver" option.');
   }
-  const path = options.path ?? '/webhooks';
-  if (typeof path !== 'string' || !path.startsWith('/')) {
-    throw new TypeError(`Invalid path: ${String(path)} (expected a path starting with "/").`);
-  }
-  const bare = path.replace(/\/+$/, '') || '/';
+  const webhook = createWebhookPath(options.path ?? '/webhooks');
   fastify.decorate('payhook', receiver);
+  const { logger } = receiver;
 
   // An encapsulated scope, so that its hook and error handler apply to the webhook route only.
   // The pipeline runs in the route's preParsing stage, before Fastify parses anything: the body is
   // read by the receiver itself (after the address, method and Content-Type checks, as on the
   // other adapters), so every request gets the receiver's own answer, in the receiver's order.
   await fastify.register(async (scope: FastifyInstance) => {
-    scope.setErrorHandler((error: { statusCode?: number }, request, reply) => {
-      // The receiver answers requests itself, so what lands here is a fault of this server; a
-      // client error raised by another plugin's hook keeps its status, in payhook's error shape.
-      const status = error.statusCode ?? 500;
-      const payhookError = isPayhookError(error)
-        ? error
-        : status === 413
-          ? new PayhookError('payload_too_large', `The body is larger than ${receiver.maxBodyBytes} bytes.`, {
-              cause: error,
-            })
-          : status === 415
-            ? new PayhookError(
-                'unsupported_media_type',
-                'Webhook events are JSON: send Content-Type: application/json.',
-                { cause: error },
-              )
-            : status >= 400 && status < 500
-              ? new PayhookError('malformed_payload', 'The request could not be read.', {
-                  cause: error,
-                  status,
-                })
-              : new PayhookError('internal_error', 'The webhook could not be handled; send it again.', {
-                  cause: error,
-                });
-      if (payhookError.status >= 500) request.log.error({ err: error }, 'payhook: webhook route failed');
-      reply.code(payhookError.status).send(payhookError.toJSON());
-    });
+    // What lands here is an error of another plugin's hook before payhook, or a fault of payhook's
+    // own handling: answered as the other adapters answer them.
+    scope.setErrorHandler((error, _request, reply) => respond(reply, errorResult(error, logger)));
     scope.addHook('preParsing', (request, reply, payload, done) => {
-      receiver
-        .handle({
-          method: request.method,
-          contentType: request.headers['content-type'],
-          remoteAddress: request.socket.remoteAddress,
-          clientIp: request.ip,
-          forwardedFor: request.headers['x-forwarded-for'],
-          // `payload` is the request itself, or what an earlier preParsing hook made of it. The
-          // drain cap is passed on when the receiver gives one (readRawBody has a default).
-          readBody: (maxBytes: number, maxDrainBytes?: number) =>
-            readRawBody(payload, maxBytes, maxDrainBytes),
-        })
-        .then((result) => {
-          if (result.afterResponse) runAfterResponse(reply.raw, result.afterResponse);
-          // Answered here, `done` is not called: Fastify neither parses the body nor runs the handler.
-          reply.code(result.status).headers(result.headers).send(result.body);
-        }, done);
+      // `payload` is the request itself, or what an earlier preParsing hook made of it. Answered
+      // here, `done` is not called: Fastify neither parses the body nor runs the handler.
+      receiver.handle(toRequest(request, payload)).then((result) => respond(reply, result), done);
     });
     const handler = async () => {
       throw new Error('payhook: the webhook route was reached past its preParsing hook');
     };
-    for (const url of new Set([bare, bare === '/' ? '/' : `${bare}/`])) {
-      scope.route({ method: [...METHODS], url, handler });
-    }
+    for (const url of webhook.urls) scope.route({ method: [...METHODS], url, handler });
   });
 };
 
@@ -98,7 +74,9 @@ const plugin: FastifyPluginAsync<PayhookFastifyOptions> = async (fastify, option
  * content-type parsers, `bodyLimit` and the route's later hooks (preValidation, preHandler) do not
  * apply to it; the receiver's `maxBodyBytes` does. Every other route is untouched. The client
  * address is `request.ip` (Fastify's `trustProxy` applies) unless the receiver has
- * `trustedProxies`. The receiver is available as `fastify.payhook`.
+ * `trustedProxies`. The receiver is available as `fastify.payhook`. The route's error handler
+ * answers as the other adapters do: another plugin's hook error keeps its status with payhook's
+ * code, and a fault of payhook's own handling is 500 `internal_error`, logged to the receiver's logger.
  *
  * @example
  * ```ts

@@ -1,4 +1,4 @@
-import { createReceiver, type Receiver } from '@payhook/core';
+import { createReceiver, type Receiver, silentLogger } from '@payhook/core';
 import { createTestEvent } from '@payhook/core/testing';
 import Fastify from 'fastify';
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
@@ -48,7 +48,12 @@ describe('@payhook/fastify plugin', () => {
   });
 
   it('answers 500 internal_error, not a client error, when the receiver itself fails', async () => {
-    const receiver = createReceiver({ businessIds: [BIZ], allowAnyIp: true, recoveryIntervalMs: 0 });
+    const receiver = createReceiver({
+      businessIds: [BIZ],
+      allowAnyIp: true,
+      recoveryIntervalMs: 0,
+      logger: silentLogger,
+    });
     receiver.handle = async () => {
       throw new Error('bug');
     };

@@ -1,5 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type Receiver, readRawBody, runAfterResponse } from '@payhook/core';
+import {
+  createNodeRequest,
+  createWebhookPath,
+  errorResult,
+  type Receiver,
+  type ReceiverResult,
+  runAfterResponse,
+} from '@payhook/core';
 
 /** The parts of a Koa 2 or 3 context the middleware reads and writes. */
 interface KoaContext {
@@ -11,11 +18,24 @@ interface KoaContext {
   request: { body?: unknown; rawBody?: unknown };
   status: number;
   body: unknown;
+  headerSent: boolean;
   set(field: Record<string, string>): void;
 }
 
+type KoaNext = () => Promise<unknown>;
+
 /** A Koa middleware (typed structurally, so Koa 2 and 3 both accept it). */
-export type PayhookKoaMiddleware = (ctx: KoaContext, next: () => Promise<unknown>) => Promise<void>;
+export type PayhookKoaHandler = (ctx: KoaContext, next: KoaNext) => Promise<unknown>;
+
+/** The middleware of {@link payhook}, with the error boundary that goes before a body parser. */
+export type PayhookKoaMiddleware = PayhookKoaHandler & {
+  /**
+   * Koa hands an error back up the chain, so an error a body parser raises before payhook never
+   * reaches it. Mount this before the parser to have such errors on the webhook path answered in
+   * payhook's error shape, as the Express and Fastify adapters answer them.
+   */
+  errors: PayhookKoaHandler;
+};
 
 /** Options of the Koa middleware. */
 export interface PayhookKoaOptions {
@@ -26,6 +46,22 @@ export interface PayhookKoaOptions {
   path?: string | false;
 }
 
+const toRequest = createNodeRequest<KoaContext>({
+  incoming: (ctx) => ctx.req,
+  clientIp: (ctx) => ctx.ip,
+  rawBody: (ctx) => ctx.request.rawBody,
+  parsedBody: (ctx) => ctx.request.body,
+});
+
+// Through Koa's response rather than the Node one, so that middleware before payhook (a logger,
+// security headers) still sees and shapes the answer.
+function respond(ctx: KoaContext, result: ReceiverResult): void {
+  ctx.status = result.status;
+  ctx.set(result.headers);
+  ctx.body = result.body;
+  if (result.afterResponse) runAfterResponse(ctx.res, result.afterResponse);
+}
+
 /**
  * Koa 2 and 3 middleware that receives the service's webhook events through a payhook receiver:
  * checks the client address (`ctx.ip`, so Koa's `proxy` setting applies, unless the receiver has
@@ -33,7 +69,10 @@ export interface PayhookKoaOptions {
  * event once after the response.
  *
  * Works with or without `@koa/bodyparser` before it: the parser keeps `ctx.request.rawBody`, which
- * payhook verifies; without a parser it reads the body itself, up to the receiver's limit.
+ * payhook verifies; without a parser it reads the body itself, up to the receiver's limit. A fault
+ * inside payhook's own handling is answered 500 `internal_error` and logged to the receiver's
+ * logger. With a parser before it, mount `errors` before the parser so that its refusals (413
+ * `payload_too_large`, 400 `malformed_payload`) are answered in payhook's error shape too.
  *
  * @example
  * ```ts
@@ -53,31 +92,21 @@ export function payhook(receiver: Receiver, options: PayhookKoaOptions = {}): Pa
   if (path !== false && (typeof path !== 'string' || !path.startsWith('/'))) {
     throw new TypeError(`Invalid path: ${String(path)} (expected a path starting with "/", or false).`);
   }
-  const bare = path === false ? undefined : path.replace(/\/+$/, '') || '/';
-  return async (ctx, next) => {
-    if (bare !== undefined && ctx.path !== bare && ctx.path !== `${bare}/`) {
-      await next();
-      return;
-    }
-    const raw = ctx.request.rawBody;
-    const rawBody = typeof raw === 'string' || raw instanceof Uint8Array ? raw : undefined;
-    const consumed = ctx.req.readableEnded;
-    const result = await receiver.handle({
-      method: ctx.method,
-      contentType: ctx.req.headers['content-type'],
-      remoteAddress: ctx.req.socket.remoteAddress,
-      clientIp: ctx.ip,
-      forwardedFor: ctx.req.headers['x-forwarded-for'],
-      rawBody,
-      parsedBody: rawBody === undefined && consumed ? ctx.request.body : undefined,
-      // The drain cap is passed on when the receiver gives one (readRawBody has a default).
-      readBody: consumed
-        ? undefined
-        : (maxBytes: number, maxDrainBytes?: number) => readRawBody(ctx.req, maxBytes, maxDrainBytes),
-    });
-    ctx.status = result.status;
-    ctx.set(result.headers);
-    ctx.body = result.body;
-    if (result.afterResponse) runAfterResponse(ctx.res, result.afterResponse);
+  const webhook = path === false ? undefined : createWebhookPath(path);
+  const { logger } = receiver;
+  const middleware: PayhookKoaHandler = (ctx, next) => {
+    if (webhook !== undefined && !webhook.matches(ctx.path)) return next();
+    return receiver.handle(toRequest(ctx)).then(
+      (result) => respond(ctx, result),
+      (error: unknown) => respond(ctx, errorResult(error, logger)),
+    );
   };
+  const errors: PayhookKoaHandler = (ctx, next) => {
+    if (webhook !== undefined && !webhook.matches(ctx.path)) return next();
+    return next().then(undefined, (error: unknown) => {
+      if (ctx.headerSent) throw error;
+      respond(ctx, errorResult(error, logger));
+    });
+  };
+  return Object.assign(middleware, { errors });
 }

@@ -13,11 +13,19 @@ function harness(Koa: typeof Koa3): AdapterHarness {
   return {
     // @koa/bodyparser keeps ctx.request.rawBody, so payhook still verifies the raw bytes after it.
     parserKeepsRawBody: true,
-    async start(receiver: Receiver, { bodyParser: withParser, host, parserLimitBytes }) {
+    async start(receiver: Receiver, { bodyParser: withParser, host, parserLimitBytes, failBefore }) {
       const app = new Koa();
       app.silent = true;
+      const webhooks = payhook(receiver, { path: '/webhooks' });
+      // Koa hands errors back up the chain: the boundary goes before whatever may fail.
+      app.use(webhooks.errors);
       if (withParser) app.use(bodyParser({ jsonLimit: parserLimitBytes }));
-      app.use(payhook(receiver, { path: '/webhooks' }));
+      if (failBefore) {
+        app.use(() => {
+          throw failBefore;
+        });
+      }
+      app.use(webhooks);
       app.use((ctx) => {
         ctx.body = 'other route';
       });

@@ -41,4 +41,26 @@ describe('@payhook/koa options', () => {
       server.close();
     }
   });
+  it('the errors boundary leaves errors on other paths to Koa', async () => {
+    const receiver = createReceiver({ businessIds: [BIZ], allowedIps: ['127.0.0.1'], recoveryIntervalMs: 0 });
+    const webhooks = payhook(receiver, { path: '/webhooks' });
+    const app = new Koa();
+    app.silent = true;
+    app.use(webhooks.errors);
+    app.use((ctx) => ctx.throw(418, 'teapot'));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const other = await fetch(`${base}/other`);
+      expect(other.status).toBe(418);
+      expect(await other.text()).toBe('teapot');
+      const hook = await fetch(`${base}/webhooks/`, { method: 'POST' });
+      expect(hook.status).toBe(418);
+      expect(((await hook.json()) as { error: { code: string } }).error.code).toBe('malformed_payload');
+    } finally {
+      server.close();
+      await receiver.close();
+    }
+  });
 });
