@@ -5,7 +5,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createReceiver } from '@payhook/core';
+import { createReceiver, silentLogger } from '@payhook/core';
 import { createTestEvent } from '@payhook/core/testing';
 import { payhook } from '@payhook/express';
 import { loadConfig, openDatabase, startSender } from '@payhook/sender';
@@ -74,7 +74,12 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
   const closers: (() => Promise<void>)[] = [() => rm(dir, { recursive: true, force: true })];
   try {
     // The receiver: what a merchant runs. Only authentic events reach the handlers.
-    const receiver = createReceiver({ businessIds: [businessId], allowedIps: ['127.0.0.1', '::1'] });
+    // The demo prints what happens itself; the forged event it sends is refused on purpose.
+    const receiver = createReceiver({
+      businessIds: [businessId],
+      allowedIps: ['127.0.0.1', '::1'],
+      logger: silentLogger,
+    });
     const handled = new Map<string, number>();
     const answers = new Map<number, number>();
     receiver.onAny((event) => {
