@@ -103,4 +103,6 @@ printTable(
 console.log(
   `\nheap with the default bound: ${(bounded.grownBytes / Math.max(1, unbounded.grownBytes)).toFixed(3)}x the unbounded flood's`,
 );
-console.log(`results written to ${writeResults('queue-memory', { events: EVENTS, bodyBytes, unbounded, bounded })}`);
+console.log(
+  `results written to ${writeResults('queue-memory', { events: EVENTS, bodyBytes, unbounded, bounded })}`,
+);
