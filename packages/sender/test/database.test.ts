@@ -192,5 +192,5 @@ describe.each(['postgres', 'pglite'] as const)('the delivery worker statements o
     } finally {
       await cleanup();
     }
-  });
+  }, 30_000); // a PGlite start, the schema and EXPLAIN of each statement: slow on a loaded machine
 });
