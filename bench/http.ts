@@ -18,8 +18,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { canonicalJson } from '@payhook/core';
-import { createTestPayment, signEvent } from '@payhook/core/testing';
+import { encodeSignedEvent } from '@payhook/core';
+import { createTestPayment } from '@payhook/core/testing';
 import autocannon from 'autocannon';
 
 import { BENCH_BUSINESS_ID, printTable, writeResults } from './lib.js';
@@ -35,10 +35,7 @@ function makeBodies(n: number): string[] {
   const bodies: string[] = [];
   for (let i = 0; i < n; i++) {
     const data = { ...template, id: crypto.randomUUID(), reference: `ref_${i}` };
-    const { checksum } = signEvent('payment.session.succeeded', data, BENCH_BUSINESS_ID);
-    bodies.push(
-      `{"event":"payment.session.succeeded","data":${canonicalJson(data)},"checksum":"${checksum}"}`,
-    );
+    bodies.push(encodeSignedEvent('payment.session.succeeded', data, BENCH_BUSINESS_ID));
   }
   return bodies;
 }

@@ -9,13 +9,13 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import {
-  canonicalJson,
   createReceiver,
   DEFAULT_MAX_QUEUED_EVENTS,
+  encodeSignedEvent,
   type ReceiverOptions,
   silentLogger,
 } from '@payhook/core';
-import { createTestPayment, signEvent } from '@payhook/core/testing';
+import { createTestPayment } from '@payhook/core/testing';
 import { BENCH_BUSINESS_ID, printTable, writeResults } from './lib.js';
 
 setFlagsFromString('--expose-gc');
@@ -27,8 +27,7 @@ function makeBodies(n: number): string[] {
   const template = createTestPayment({ method: 'card', status: 'settled' });
   return Array.from({ length: n }, (_, i) => {
     const data = { ...template, id: crypto.randomUUID(), reference: `ref_${i}` };
-    const { checksum } = signEvent('payment.session.succeeded', data, BENCH_BUSINESS_ID);
-    return `{"event":"payment.session.succeeded","data":${canonicalJson(data)},"checksum":"${checksum}"}`;
+    return encodeSignedEvent('payment.session.succeeded', data, BENCH_BUSINESS_ID);
   });
 }
 

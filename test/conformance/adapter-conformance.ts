@@ -6,6 +6,7 @@ import {
   createReceiver,
   type DeadLetter,
   type ErrorInfo,
+  encodeEnvelope,
   type IdempotencyStore,
   type PayhookEvent,
   type Receiver,
@@ -143,7 +144,7 @@ function phpSignedBody(): string {
   const data = '{"description":"Caf\\u00e9 \\/ bar","id":"d3b07384-d9a0-4c4b-8f7e-1c2d3e4f5a6b"}';
   const event = 'payment.session.created';
   const checksum = createHmac('sha256', BUSINESS_ID).update(`${event}|${data}`).digest('hex');
-  return `{"event":"${event}","data":${data},"checksum":"${checksum}"}`;
+  return encodeEnvelope(event, data, checksum);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Agent, request } from 'node:http';
-import { createReceiver, type Receiver, silentLogger } from '@payhook/core';
+import { createReceiver, encodeEnvelope, type Receiver, silentLogger } from '@payhook/core';
 import canonicalize from 'canonicalize';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -168,7 +168,7 @@ const baseArb = fc
     const c = JSON.stringify(checksum);
     switch (layout) {
       case 'sender':
-        return `{"event":${e},"data":${text},"checksum":${c}}`;
+        return encodeEnvelope(event, text, checksum);
       case 'reordered':
         return `{"checksum":${c},"data":${text},"event":${e}}`;
       case 'spaced':

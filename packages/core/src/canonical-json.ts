@@ -1,3 +1,4 @@
+import { compareKeys, MAX_NESTING, OMITTED_DATA_KEY, sortKeys, tooDeep } from './canonical-rules.js';
 import { PayhookError } from './errors.js';
 
 /**
@@ -47,18 +48,23 @@ export function canonicalJson(value: unknown): string {
   return out;
 }
 
+/** Whether `data` carries the top-level key its checksum leaves out ({@link OMITTED_DATA_KEY}). */
+export function hasOmittedKey(data: unknown): boolean {
+  return (
+    data !== null && typeof data === 'object' && !Array.isArray(data) && Object.hasOwn(data, OMITTED_DATA_KEY)
+  );
+}
+
 /**
- * The same as {@link canonicalJson} for an object, with one top-level key left out: the wire format
- * signs `data` without any `checksum` key it may carry.
+ * {@link canonicalJson} of `data` as its checksum signs it: any top-level `checksum` key left out
+ * (the wire format's rule, {@link OMITTED_DATA_KEY}).
  */
-export function canonicalJsonWithout(value: unknown, omitKey: string): string {
-  if (value === null || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, omitKey)) {
-    return canonicalJson(value);
-  }
-  const fast = fastCanonicalJson(value, omitKey);
+export function canonicalSignedData(data: unknown): string {
+  if (!hasOmittedKey(data)) return canonicalJson(data);
+  const fast = fastCanonicalJson(data, OMITTED_DATA_KEY);
   if (fast !== undefined) return fast;
-  const copy: Record<string, unknown> = { ...(value as Record<string, unknown>) };
-  delete copy[omitKey];
+  const copy: Record<string, unknown> = { ...(data as Record<string, unknown>) };
+  delete copy[OMITTED_DATA_KEY];
   return canonicalJson(copy);
 }
 
@@ -76,13 +82,6 @@ function fastCanonicalJson(value: unknown, omitKey?: string): string | undefined
 }
 
 const MAX_FAST_DEPTH = 256;
-
-/**
- * The deepest nesting of objects and arrays {@link canonicalJson} encodes (1,000 levels, a quarter
- * of what the general encoder's recursion reaches before the default stack runs out); deeper
- * values throw a `PayhookError` with code `malformed_payload`.
- */
-export const MAX_CANONICAL_DEPTH = 1000;
 
 /** What {@link canonicalForm} answers for a value the fast path leaves to the general encoder. */
 const DECLINED: unique symbol = Symbol('declined');
@@ -129,14 +128,14 @@ function canonicalForm(value: unknown, depth: number, omitKey?: string): unknown
       let sorted = true;
       for (let i = 1; i < keys.length; i++) {
         // Keys are unique, so a strict comparison is a complete check; the empty key sorts first.
-        if (!((keys[i - 1] as string) < (keys[i] as string))) {
+        if (compareKeys(keys[i - 1] as string, keys[i] as string) >= 0) {
           sorted = false;
           break;
         }
       }
-      // Out of order: a copy, its keys inserted in canonical order (the default sort compares
-      // UTF-16 code units). In order: the object itself, unless a member changes.
-      if (!sorted) keys.sort();
+      // Out of order: a copy, its keys inserted in canonical order. In order: the object itself,
+      // unless a member changes.
+      if (!sorted) sortKeys(keys);
       let copy: Record<string, unknown> | undefined;
       for (let i = 0; i < keys.length; i++) {
         const key = keys[i] as string;
@@ -197,12 +196,7 @@ function encode(value: unknown, seen: Set<object>, depth: number): string | unde
       );
     case 'object': {
       if (value === null) return 'null';
-      if (depth >= MAX_CANONICAL_DEPTH) {
-        throw new PayhookError(
-          'malformed_payload',
-          `canonicalJson: the value nests objects and arrays deeper than ${MAX_CANONICAL_DEPTH} levels.`,
-        );
-      }
+      if (depth >= MAX_NESTING) throw tooDeep('canonicalJson: the value', MAX_NESTING);
       if (seen.has(value)) {
         throw new PayhookError('malformed_payload', 'canonicalJson: the value holds a circular reference.');
       }
@@ -222,7 +216,7 @@ function encode(value: unknown, seen: Set<object>, depth: number): string | unde
         }
         out += ']';
       } else {
-        const keys = Object.keys(value).sort();
+        const keys = sortKeys(Object.keys(value));
         out = '{';
         let first = true;
         for (const key of keys) {

@@ -1,7 +1,11 @@
 import { createHash, hash, timingSafeEqual } from 'node:crypto';
-import { canonicalJsonWithout } from './canonical-json.js';
+import { canonicalSignedData } from './canonical-json.js';
+import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
+import { type ParsedEnvelope, parseEnvelope, type SignedPayload, type VerifyInput } from './envelope.js';
 import { isPayhookError, PayhookError } from './errors.js';
-import { DEFAULT_MAX_DEPTH, decodeUtf8, lexicalEnvelope, parseJson } from './lexical-canonical-json.js';
+
+// The envelope's reading has its own module; these names stay importable from here.
+export { type ParsedEnvelope, parseEnvelope, type SignedPayload, type VerifyInput } from './envelope.js';
 
 /**
  * How the receiver rebuilds the signed string from a body:
@@ -13,19 +17,6 @@ export type Canonicalization = 'auto' | 'jcs' | 'lexical';
 
 /** The encoding that actually verified a payload. */
 export type AppliedCanonicalization = Exclude<Canonicalization, 'auto'>;
-
-/** A webhook body as the service sends it. */
-export interface SignedPayload<Event extends string = string, Data = unknown> {
-  event: Event;
-  data: Data;
-  checksum: string;
-}
-
-/** What {@link verifyChecksum} reads: the raw body (preferred) or an already parsed body. */
-export interface VerifyInput {
-  rawBody?: string | Uint8Array | undefined;
-  payload?: unknown;
-}
 
 /** Options of {@link verifyChecksum}. */
 export interface VerifyOptions {
@@ -56,32 +47,6 @@ export interface VerifyFailure {
 }
 
 export type VerifyResult = VerifySuccess | VerifyFailure;
-
-/** The value of a hex digit's code unit, either case; -1 for anything else. */
-function hexValue(c: number): number {
-  if (c >= 0x30 && c <= 0x39) return c - 0x30;
-  const lower = c | 0x20;
-  return lower >= 0x61 && lower <= 0x66 ? lower - 0x57 : -1;
-}
-
-/**
- * The 32 bytes a checksum of 64 hex digits (either case) stands for, or undefined if it is not
- * one: the check and the decoding in one pass (a regular expression and then `Buffer.from(hex)`
- * each showed in profiles). A Buffer from Node's pool, not a `new Uint8Array(32)`: V8 keeps so
- * small an array on its heap, and moves it off the heap, at a cost, when native code such as
- * `timingSafeEqual` reads it.
- */
-export function checksumBytes(checksum: string): Buffer | undefined {
-  if (checksum.length !== 64) return undefined;
-  const bytes = Buffer.allocUnsafe(32);
-  for (let k = 0; k < 32; k++) {
-    const high = hexValue(checksum.charCodeAt(2 * k));
-    const low = hexValue(checksum.charCodeAt(2 * k + 1));
-    if ((high | low) < 0) return undefined;
-    bytes[k] = (high << 4) | low;
-  }
-  return bytes;
-}
 
 /** The string the checksum is computed over: `event + "|" + canonical(data)`. */
 export function checksumMessage(event: string, canonicalData: string): string {
@@ -181,66 +146,11 @@ const digest = Buffer.alloc(32);
  * @example
  * ```ts
  * const checksum = computeChecksum('payment.session.succeeded', payment, 'a3f1c2d4-...');
- * await fetch(url, { method: 'POST', body: JSON.stringify({ event: 'payment.session.succeeded', data: payment, checksum }) });
+ * // To send it, encodeSignedEvent() writes the whole body in the sender's layout.
  * ```
  */
 export function computeChecksum(event: string, data: unknown, businessId: string): string {
-  return hmacHex(checksumMessage(event, canonicalJsonWithout(data, 'checksum')), businessId);
-}
-
-/** A body parsed and checked for the three members of the wire format, before any HMAC. */
-export interface ParsedEnvelope {
-  payload: SignedPayload;
-  /** The decoded raw body, when there was one. */
-  text: string | undefined;
-  /** The 32 checksum bytes the payload carries. */
-  expected: Buffer;
-  /** Lexical canonical text of `data` (without its `checksum` key), when there was a raw body. */
-  lexicalData: string | undefined;
-}
-
-/**
- * Parses a raw body (or takes a parsed one) and checks the wire format's shape. Throws a
- * `PayhookError` (`malformed_payload`) that says what is wrong.
- */
-export function parseEnvelope(input: VerifyInput, maxDepth: number = DEFAULT_MAX_DEPTH): ParsedEnvelope {
-  let text: string | undefined;
-  let payload: unknown;
-  if (input.rawBody !== undefined) {
-    text = decodeUtf8(input.rawBody);
-    payload = parseJson(text);
-  } else if (input.payload !== undefined) {
-    payload = input.payload;
-  } else {
-    throw new PayhookError('malformed_payload', 'The request has no body.');
-  }
-  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
-    throw new PayhookError(
-      'malformed_payload',
-      'The body must be a JSON object with "event", "data" and "checksum".',
-    );
-  }
-  const { event, data, checksum } = payload as Record<string, unknown>;
-  if (typeof event !== 'string' || event.length === 0) {
-    throw new PayhookError('malformed_payload', 'The body has no "event" string.', {
-      details: [{ field: 'event', message: 'must be a non-empty string' }],
-    });
-  }
-  if (data === undefined) {
-    throw new PayhookError('malformed_payload', 'The body has no "data" member.', {
-      details: [{ field: 'data', message: 'is required' }],
-    });
-  }
-  const expected = typeof checksum === 'string' ? checksumBytes(checksum) : undefined;
-  if (expected === undefined) {
-    throw new PayhookError('malformed_payload', 'The body has no "checksum" of 64 hex digits.', {
-      details: [{ field: 'checksum', message: 'must be 64 hexadecimal characters' }],
-    });
-  }
-  // Whatever the mode, a raw body is read for duplicate keys and depth before any HMAC: a body
-  // that two parsers would read differently is refused, not verified (DESIGN.md).
-  const lexicalData = text === undefined ? undefined : lexicalEnvelope(text, maxDepth).data;
-  return { payload: payload as SignedPayload, text, expected, lexicalData };
+  return hmacHex(checksumMessage(event, canonicalSignedData(data)), businessId);
 }
 
 /** The candidate signed strings for a body, in the order they are tried. */
@@ -250,7 +160,7 @@ export function candidateMessages(
 ): { canonicalization: AppliedCanonicalization; message: () => string }[] {
   const { payload, lexicalData } = envelope;
   const lexical = () => checksumMessage(payload.event, lexicalData as string);
-  const jcs = () => checksumMessage(payload.event, canonicalJsonWithout(payload.data, 'checksum'));
+  const jcs = () => checksumMessage(payload.event, canonicalSignedData(payload.data));
   if (mode === 'jcs') return [{ canonicalization: 'jcs', message: jcs }];
   if (lexicalData === undefined) {
     throw new TypeError(`canonicalization "${mode}" needs the raw body; pass rawBody, or use "jcs".`);
@@ -328,7 +238,7 @@ export function verifyEnvelope(
   }
   let jcs: string;
   try {
-    jcs = canonicalJsonWithout(payload.data, 'checksum');
+    jcs = canonicalSignedData(payload.data);
   } catch (error) {
     return { ok: false, error: asMalformed(error) };
   }

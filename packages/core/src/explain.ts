@@ -1,13 +1,7 @@
-import {
-  type AppliedCanonicalization,
-  candidateMessages,
-  hmacHex,
-  parseEnvelope,
-  type VerifyInput,
-  type VerifyOptions,
-} from './checksum.js';
+import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
+import { type AppliedCanonicalization, candidateMessages, hmacHex, type VerifyOptions } from './checksum.js';
+import { parseEnvelope, type VerifyInput } from './envelope.js';
 import { isPayhookError, PayhookError } from './errors.js';
-import { DEFAULT_MAX_DEPTH } from './lexical-canonical-json.js';
 
 /** One business id tried against one candidate string. */
 export interface ChecksumAttempt {

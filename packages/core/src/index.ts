@@ -10,6 +10,7 @@ export type {
   VerifySuccess,
 } from './checksum.js';
 export { computeChecksum, verifyChecksum } from './checksum.js';
+export { encodeEnvelope } from './envelope.js';
 export type { PayhookErrorCode, PayhookErrorDetail, PayhookErrorOptions } from './errors.js';
 export { ERROR_STATUS, isPayhookError, PayhookError } from './errors.js';
 export type { EventIssue, ParseEventResult } from './events/parse-event.js';
@@ -106,6 +107,7 @@ export type {
 export type { WebhookPath } from './receiver/webhook-path.js';
 export { createWebhookPath } from './receiver/webhook-path.js';
 export { writeResponse } from './receiver/write-response.js';
+export { encodeSignedEvent } from './signed-event.js';
 export type { MemoryStoreOptions } from './store/memory-store.js';
 export { createMemoryStore, DEFAULT_RETENTION_MS } from './store/memory-store.js';
 export type {

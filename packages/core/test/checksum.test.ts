@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checksumBytes, hmac, hmacHex } from '../src/checksum.js';
+import { hmac, hmacHex } from '../src/checksum.js';
+import { checksumBytes } from '../src/envelope.js';
 import { canonicalJson, computeChecksum, lexicalCanonicalJson, verifyChecksum } from '../src/index.js';
 import { bodyWith, looseJson, phpJson, signText } from './fixtures/encode.js';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { lexicalEnvelope } from '../src/envelope.js';
 import { isPayhookError, lexicalCanonicalJson, verifyChecksum } from '../src/index.js';
-import { lexicalEnvelope } from '../src/lexical-canonical-json.js';
 import { bodyWith, signText } from './fixtures/encode.js';
 
 describe('lexicalCanonicalJson', () => {
@@ -304,7 +304,7 @@ const CHECKSUM = 'a'.repeat(64);
 
 /** A body in the sender's layout (what `JSON.stringify` writes) with `data` spliced in as text. */
 function envelope(event: string, dataText: string): string {
-  return `{"event":${JSON.stringify(event)},"data":${dataText},"checksum":"${CHECKSUM}"}`;
+  return bodyWith(event, dataText, CHECKSUM);
 }
 
 /** What lexicalEnvelope makes of a body: the text of data, or the refusal's message. */

@@ -7,6 +7,7 @@ import {
   type ClaimResult,
   createMemoryStore,
   createReceiver,
+  encodeEnvelope,
   type IdempotencyStore,
   type Logger,
   lexicalCanonicalJson,
@@ -434,7 +435,7 @@ describe('numbers', () => {
       const dataText = JSON.stringify(data).replace(/"amount":\d+/, `"amount":${amount}`);
       const canonical = lexicalCanonicalJson(dataText);
       const checksum = createHmac('sha256', BIZ).update(`payment.session.created|${canonical}`).digest('hex');
-      const body = `{"event":"payment.session.created","data":${dataText},"checksum":"${checksum}"}`;
+      const body = encodeEnvelope('payment.session.created', dataText, checksum);
       const result = respond(
         await receiver.handle({
           method: 'POST',

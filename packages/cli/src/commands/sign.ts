@@ -1,4 +1,4 @@
-import { canonicalJson, computeChecksum } from '@payhook/core';
+import { encodeSignedEvent } from '@payhook/core';
 import { CliError, type Command, EXIT, parse, readStdin, required } from '../command.js';
 
 export const sign: Command = {
@@ -32,10 +32,7 @@ Examples:
     } catch (error) {
       throw new CliError(`Standard input is not JSON: ${(error as Error).message}`, EXIT.failed);
     }
-    const checksum = computeChecksum(event, data, businessId);
-    io.stdout.write(
-      `{"event":${JSON.stringify(event)},"data":${canonicalJson(data)},"checksum":"${checksum}"}\n`,
-    );
+    io.stdout.write(`${encodeSignedEvent(event, data, businessId)}\n`);
     return EXIT.ok;
   },
 };

@@ -5,16 +5,13 @@ import type { KnownEventMap, KnownEventName } from '../events/types.js';
 
 /**
  * Signs an event the way the service does: `{ event, data, checksum }` with the checksum of
- * `computeChecksum`, keyed by the receiving business's id.
+ * `computeChecksum`, keyed by the receiving business's id. For the exact text the service sends,
+ * use `encodeSignedEvent` from `@payhook/core`.
  *
  * @example
  * ```ts
  * const payload = signEvent('payment.session.succeeded', createTestPayment({ status: 'settled' }), businessId);
- * await fetch('http://127.0.0.1:3000/webhooks', {
- *   method: 'POST',
- *   headers: { 'content-type': 'application/json' },
- *   body: JSON.stringify(payload),
- * });
+ * verifyChecksum({ payload }, { businessIds: [businessId] }).ok; // true
  * ```
  */
 export function signEvent<Event extends string, Data>(

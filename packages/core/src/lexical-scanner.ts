@@ -1,0 +1,397 @@
+import {
+  compareKeys,
+  compareKeyUnits,
+  depthLimit,
+  duplicateKey,
+  OMITTED_DATA_KEY,
+  tooDeep,
+} from './canonical-rules.js';
+import type { PayhookError } from './errors.js';
+import {
+  emit,
+  KEY_ESCAPED,
+  KEY_OMITTED,
+  KIND_ARRAY,
+  KIND_OBJECT,
+  KIND_TOKEN,
+  MEMBER,
+  NODE,
+  outFor,
+  stackFor,
+  tapeFor,
+  VERBATIM,
+} from './lexical-tape.js';
+import {
+  CLOSE_BRACE,
+  CLOSE_BRACKET,
+  COLON,
+  COMMA,
+  END,
+  firstDifference,
+  isWs,
+  OPEN_BRACE,
+  OPEN_BRACKET,
+  QUOTE,
+  scalarEnd,
+  stringEnd,
+  unitsToString,
+} from './lexical-tokens.js';
+
+// What a read leaves out or looks for: nothing; a `checksum` key at the top of `data`; the `data`
+// member of a whole body, whose node is kept.
+const PLAIN = 0;
+const SIGNED_DATA = 1;
+const ENVELOPE = 2;
+
+/** Objects with more members than this are sorted with Array#sort rather than by insertion. */
+const INSERTION_SORT_MAX = 16;
+
+const EMPTY = new Int32Array(0);
+
+/**
+ * A cursor over JSON text that `JSON.parse` has already validated, so it only has to find
+ * structure: it never re-validates tokens, which keeps the verify path close to one `JSON.parse`.
+ * {@link verbatim} checks, allocating nothing, that a value is canonical already; else the value
+ * is read once into the tape and its canonical text written out from it.
+ */
+export class Scanner {
+  i: number;
+  // The tape, its length, and a stack of the member records of the objects being read.
+  private tape: Int32Array = EMPTY;
+  private t = 0;
+  private stack: Int32Array = EMPTY;
+  private sp = 0;
+  /** The tape node of the `data` member an `Envelope` read found, or -1. */
+  private dataNode = -1;
+  /** The deepest nesting accepted: the caller's `maxDepth`, capped (see `depthLimit`). */
+  readonly maxDepth: number;
+
+  constructor(
+    readonly s: string,
+    /** The code units of `s` and a 0 after them (see `unitsOf`). */
+    readonly u: Uint16Array,
+    maxDepth: number,
+    start = 0,
+  ) {
+    this.i = start;
+    this.maxDepth = depthLimit(maxDepth);
+  }
+
+  /** Skips whitespace; returns the new position. */
+  skipWs(): number {
+    while (isWs(this.u[this.i] as number)) this.i++;
+    return this.i;
+  }
+
+  /** The decoded key of the string token at [start, end). */
+  private key(start: number, end: number, escaped: boolean): string {
+    return escaped ? (JSON.parse(this.s.slice(start, end)) as string) : this.s.slice(start + 1, end - 1);
+  }
+
+  /** Whether the key token at [start, end) decodes to `name`. */
+  private isKey(start: number, end: number, escaped: boolean, name: string): boolean {
+    if (escaped) return this.key(start, end, true) === name;
+    return end - start - 2 === name.length && this.s.startsWith(name, start + 1);
+  }
+
+  /** Orders two key tokens by the UTF-16 code units of their decoded values. */
+  private compareTokens(a: number, aEnd: number, b: number, bEnd: number, escaped: boolean): number {
+    if (escaped) return compareKeys(this.key(a, aEnd, true), this.key(b, bEnd, true));
+    return compareKeyUnits(this.u, a + 1, aEnd - a - 2, b + 1, bEnd - b - 2);
+  }
+
+  /** Orders the key tokens of two member records of the tape. */
+  private compareMembers(a: number, b: number): number {
+    const t = this.tape;
+    const aEnd = t[a + 1] as number;
+    const bEnd = t[b + 1] as number;
+    const escaped = (((t[a + 2] as number) | (t[b + 2] as number)) & KEY_ESCAPED) !== 0;
+    return this.compareTokens(t[a] as number, aEnd, t[b] as number, bEnd, escaped);
+  }
+
+  /**
+   * The canonical text of the value at `i` (no whitespace before it), leaving `i` after it: the
+   * text itself when {@link verbatim} finds it canonical, else read into the tape and written out.
+   */
+  canonicalText(depth: number, signedData: boolean): string {
+    const start = this.i;
+    if (this.verbatim(depth, signedData)) return this.s.slice(start, this.i);
+    // verbatim may have stopped anywhere inside the value: read it again from its start.
+    this.i = start;
+    return this.textOf(this.read(depth, signedData ? SIGNED_DATA : PLAIN));
+  }
+
+  /**
+   * Moves past the value at `i` and returns true if its text is already canonical (no whitespace,
+   * keys in order, nothing to omit); false as soon as it is not, `i` then anywhere inside it. Throws
+   * on nesting deeper than the limit. `omitChecksum`: this is `data`, its `checksum` key left out.
+   * Keys in strictly ascending order cannot repeat, so a value this accepts has no duplicate keys.
+   */
+  verbatim(depth: number, omitChecksum: boolean): boolean {
+    const u = this.u;
+    let i = this.i;
+    const c = u[i] as number;
+    if (c === QUOTE) {
+      this.i = stringEnd(u, i) & END;
+      return true;
+    }
+    if (c !== OPEN_BRACE && c !== OPEN_BRACKET) {
+      if (isWs(c)) return false;
+      this.i = scalarEnd(u, i);
+      return true;
+    }
+    if (depth >= this.maxDepth) throw tooDeep('The body', this.maxDepth);
+    const object = c === OPEN_BRACE;
+    const close = object ? CLOSE_BRACE : CLOSE_BRACKET;
+    i++;
+    if (u[i] === close) {
+      this.i = i + 1;
+      return true;
+    }
+    // Keys are compared in place (no string is made) unless one of them has an escape.
+    let prevStart = -1;
+    let prevEnd = -1;
+    let prevEscaped = false;
+    for (;;) {
+      if (object) {
+        const keyStart = i;
+        if (u[keyStart] !== QUOTE) return false; // whitespace
+        const end = stringEnd(u, i);
+        const escaped = end < 0;
+        const keyEnd = end & END;
+        if (omitChecksum && this.isKey(keyStart, keyEnd, escaped, OMITTED_DATA_KEY)) return false;
+        if (prevStart !== -1) {
+          // The first characters decide most comparisons.
+          const d = escaped || prevEscaped ? 0 : firstDifference(u, prevStart, keyStart);
+          if (d > 0) return false;
+          if (
+            d === 0 &&
+            this.compareTokens(prevStart, prevEnd, keyStart, keyEnd, escaped || prevEscaped) >= 0
+          ) {
+            return false;
+          }
+        }
+        prevStart = keyStart;
+        prevEnd = keyEnd;
+        prevEscaped = escaped;
+        if (u[keyEnd] !== COLON) return false;
+        i = keyEnd + 1;
+      }
+      const v = u[i] as number;
+      if (v === QUOTE) i = stringEnd(u, i) & END;
+      else if (v === OPEN_BRACE || v === OPEN_BRACKET) {
+        this.i = i;
+        if (!this.verbatim(depth + 1, false)) return false;
+        i = this.i;
+      } else {
+        if (isWs(v)) return false;
+        i = scalarEnd(u, i);
+      }
+      const d = u[i++];
+      if (d === close) {
+        this.i = i;
+        return true;
+      }
+      if (d !== COMMA) return false;
+    }
+  }
+
+  /**
+   * Reads the value at `i` (no whitespace before it) into the tape, checking depth and duplicate
+   * keys on the way; returns its node. Tokens inside containers are read in the container's loop,
+   * with a local cursor. An `Envelope` read is of the body's top level, which counts no depth and
+   * whose duplicate keys are found once all its members are read.
+   */
+  private scan(depth: number, mode: number): number {
+    const u = this.u;
+    const tape = this.tape;
+    const node = this.t;
+    this.t += NODE;
+    let i = this.i;
+    const start = i;
+    const c = u[i] as number;
+    if (c !== OPEN_BRACE && c !== OPEN_BRACKET) {
+      i = c === QUOTE ? stringEnd(u, i) & END : scalarEnd(u, i);
+      tape[node] = KIND_TOKEN | VERBATIM;
+      tape[node + 1] = start;
+      tape[node + 2] = i;
+      tape[node + 3] = this.t;
+      this.i = i;
+      return node;
+    }
+    if (depth >= this.maxDepth && mode !== ENVELOPE) throw tooDeep('The body', this.maxDepth);
+    const object = c === OPEN_BRACE;
+    const close = object ? CLOSE_BRACE : CLOSE_BRACKET;
+    // An envelope's subtree stays on the tape: its `data` node is written out from there.
+    let verbatim = mode !== ENVELOPE;
+    let order = 0;
+    let count = 0;
+    i++;
+    const base = this.sp;
+    let sorted = verbatim;
+    let prev = -1;
+    for (;;) {
+      if (isWs(u[i] as number)) {
+        verbatim = false;
+        do i++;
+        while (isWs(u[i] as number));
+      }
+      if (count === 0 && u[i] === close) {
+        i++;
+        break;
+      }
+      let inner = PLAIN;
+      if (object) {
+        const member = this.t;
+        this.t += MEMBER;
+        const keyStart = i;
+        const end = stringEnd(u, i);
+        const escaped = end < 0;
+        i = end & END;
+        let flags = escaped ? KEY_ESCAPED : 0;
+        if (mode === SIGNED_DATA) {
+          if (this.isKey(keyStart, i, escaped, OMITTED_DATA_KEY)) {
+            flags |= KEY_OMITTED;
+            verbatim = false;
+          }
+        } else if (mode === ENVELOPE && this.isKey(keyStart, i, escaped, 'data')) {
+          inner = SIGNED_DATA;
+        }
+        tape[member] = keyStart;
+        tape[member + 1] = i;
+        tape[member + 2] = flags;
+        if (prev !== -1 && sorted) {
+          // The first characters decide most comparisons.
+          const prevStart = tape[prev] as number;
+          let cmp =
+            escaped || ((tape[prev + 2] as number) & KEY_ESCAPED) !== 0
+              ? 0
+              : firstDifference(u, prevStart, keyStart);
+          if (cmp === 0) cmp = this.compareMembers(prev, member);
+          if (cmp === 0) throw this.duplicateAt(member);
+          if (cmp > 0) {
+            sorted = false;
+            verbatim = false;
+          }
+        }
+        prev = member;
+        this.stack[this.sp++] = member;
+        while (isWs(u[i] as number)) {
+          i++;
+          verbatim = false;
+        }
+        i++; // ':'
+        if (isWs(u[i] as number)) {
+          verbatim = false;
+          do i++;
+          while (isWs(u[i] as number));
+        }
+      }
+      const v = u[i] as number;
+      if (v === OPEN_BRACE || v === OPEN_BRACKET) {
+        this.i = i;
+        const child = this.scan(depth + 1, inner);
+        if (((tape[child] as number) & VERBATIM) === 0) verbatim = false;
+        if (inner === SIGNED_DATA) this.dataNode = child;
+        i = this.i;
+      } else {
+        // A token, read here rather than through a call.
+        const value = this.t;
+        this.t += NODE;
+        const valueStart = i;
+        i = v === QUOTE ? stringEnd(u, i) & END : scalarEnd(u, i);
+        tape[value] = KIND_TOKEN | VERBATIM;
+        tape[value + 1] = valueStart;
+        tape[value + 2] = i;
+        tape[value + 3] = this.t;
+        if (inner === SIGNED_DATA) this.dataNode = value;
+      }
+      count++;
+      if (isWs(u[i] as number)) {
+        verbatim = false;
+        do i++;
+        while (isWs(u[i] as number));
+      }
+      if (u[i++] === close) break;
+    }
+    if (object && !verbatim) {
+      order = this.t;
+      tape.set(this.stack.subarray(base, this.sp), order);
+      this.t += count;
+      if (!sorted) this.sortMembers(order, count);
+    }
+    this.sp = base;
+    // A verbatim subtree is copied from the text: what the tape holds of it is not needed.
+    if (verbatim) this.t = node + NODE;
+    tape[node] = (object ? KIND_OBJECT : KIND_ARRAY) | (verbatim ? VERBATIM : 0);
+    tape[node + 1] = start;
+    tape[node + 2] = i;
+    tape[node + 3] = this.t;
+    tape[node + 4] = order;
+    tape[node + 5] = count;
+    this.i = i;
+    return node;
+  }
+
+  /** Sorts `count` member indices at `order` in the tape by key; equal neighbours are duplicates. */
+  private sortMembers(order: number, count: number): void {
+    const tape = this.tape;
+    if (count <= INSERTION_SORT_MAX) {
+      for (let k = order + 1; k < order + count; k++) {
+        const member = tape[k] as number;
+        let j = k - 1;
+        for (; j >= order; j--) {
+          const cmp = this.compareMembers(tape[j] as number, member);
+          if (cmp === 0) throw this.duplicateAt(member);
+          if (cmp < 0) break;
+          tape[j + 1] = tape[j] as number;
+        }
+        tape[j + 1] = member;
+      }
+      return;
+    }
+    const list = Array.from(tape.subarray(order, order + count));
+    list.sort((a, b) => this.compareMembers(a, b));
+    for (let k = 1; k < count; k++) {
+      if (this.compareMembers(list[k - 1] as number, list[k] as number) === 0) {
+        throw this.duplicateAt(list[k] as number);
+      }
+    }
+    tape.set(list, order);
+  }
+
+  private duplicateAt(member: number): PayhookError {
+    const t = this.tape;
+    const escaped = ((t[member + 2] as number) & KEY_ESCAPED) !== 0;
+    return duplicateKey(this.key(t[member] as number, t[member + 1] as number, escaped));
+  }
+
+  /** The canonical text of a node of the tape. */
+  private textOf(node: number): string {
+    const tape = this.tape;
+    const start = tape[node + 1] as number;
+    const end = tape[node + 2] as number;
+    if (((tape[node] as number) & VERBATIM) !== 0) return this.s.slice(start, end);
+    // The canonical text is never longer than the text it comes from.
+    const out = outFor(end - start);
+    return unitsToString(out, emit(this.u, tape, node, out, 0));
+  }
+
+  /** The canonical text of the `data` member of the body at `i` (see `lexicalEnvelope`), if any. */
+  envelopeData(): string | undefined {
+    this.dataNode = -1;
+    this.read(0, ENVELOPE);
+    return this.dataNode === -1 ? undefined : this.textOf(this.dataNode);
+  }
+
+  /** Reads the value at `i` into a tape large enough for anything the rest of the text may hold. */
+  private read(depth: number, mode: number): number {
+    // Each node, member record and order entry stands for at least one character of text (a
+    // token and its delimiter, a key and its colon): three ints per character is always enough.
+    this.tape = tapeFor(3 * (this.s.length - this.i) + NODE);
+    this.stack = stackFor(Math.ceil((this.s.length - this.i) / 2) + 1);
+    this.t = 0;
+    this.sp = 0;
+    return this.scan(depth, mode);
+  }
+}
