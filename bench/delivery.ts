@@ -42,13 +42,8 @@
  */
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
-import {
-  claimDeliveries,
-  createDeliveryClient,
-  createDeliveryWorker,
-  type Database,
-  openDatabase,
-} from '@payhook/sender';
+import { createDeliveryClient, createDeliveryWorker, type Database, openDatabase } from '@payhook/sender';
+import { claimDeliveries } from '@payhook/sender/internal';
 import { sql } from 'kysely';
 import { queueDeliveries, startReceiver } from './delivery-fixtures.js';
 import {

@@ -1,3 +1,4 @@
+import packageJson from '../package.json' with { type: 'json' };
 import { CliError, type Command, EXIT, type Io } from './command.js';
 import { demo } from './commands/demo.js';
 import { keys } from './commands/keys.js';
@@ -29,7 +30,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
     return name === undefined ? EXIT.usage : EXIT.ok;
   }
   if (name === '--version' || name === '-v') {
-    io.stdout.write('0.1.0\n');
+    io.stdout.write(`${packageJson.version}\n`);
     return EXIT.ok;
   }
   const command = COMMANDS.find((c) => c.name === name);

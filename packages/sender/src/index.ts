@@ -6,19 +6,13 @@ export type { Database, DatabaseOptions } from './db/database.js';
 export { appliedMigrations, openDatabase } from './db/database.js';
 export { DataDirLockedError } from './db/lock.js';
 export type { AccountSettingsTable, ApiKeysTable, Mode, Schema } from './db/schema.js';
-export type { Claim, ClaimOptions } from './delivery/claim.js';
-export { claimDeliveries } from './delivery/claim.js';
-export type {
-  AttemptErrorCode,
-  AttemptOutcome,
-  DeliveryClient,
-  DeliveryClientOptions,
-  DeliveryRequest,
-} from './delivery/http-client.js';
+export type { AttemptErrorCode, AttemptOutcome } from './delivery/attempt-outcome.js';
+export type { DeliveryClient, DeliveryClientOptions, DeliveryRequest } from './delivery/http-client.js';
 export { createDeliveryClient } from './delivery/http-client.js';
+export type { WorkerLogger } from './delivery/logger.js';
 export type { DeliveryMetrics } from './delivery/metrics.js';
 export { createDeliveryMetrics } from './delivery/metrics.js';
-export { enqueueDeliveries, signedPayload, WAKE_CHANNEL, writeEvent } from './delivery/outbox.js';
+export { signedPayload, writeEvent } from './delivery/outbox.js';
 export type { FailedAttempt } from './delivery/schedule.js';
 export {
   DELIVERY_WINDOW_MS,
@@ -27,11 +21,12 @@ export {
   RETRY_DELAYS_MS,
   retrySchedule,
 } from './delivery/schedule.js';
-export type { DeliveryWorker, DeliveryWorkerOptions, WorkerLogger } from './delivery/worker.js';
+export type { DeliveryWorker, DeliveryWorkerOptions } from './delivery/worker.js';
 export { createDeliveryWorker } from './delivery/worker.js';
+export type { ApiErrorCode, ApiErrorOptions, FieldError } from './errors.js';
+export { API_ERROR_STATUS, ApiError } from './errors.js';
 export type { AppOptions } from './http/app.js';
 export { buildApp } from './http/app.js';
-export { ApiError } from './http/errors.js';
 export type { AddressClass } from './net/public-address.js';
 export { classifyAddress, isPublicAddress } from './net/public-address.js';
 export type { CheckWebhookUrlOptions, Resolver, WebhookUrlCheck } from './net/webhook-url.js';

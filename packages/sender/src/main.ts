@@ -2,6 +2,7 @@
 // the delivery worker, the expiry sweeper) until SIGTERM or SIGINT.
 
 import { ConfigError, loadConfig } from './config.js';
+import { DataDirLockedError } from './db/lock.js';
 import { startSender } from './service.js';
 
 async function main(): Promise<void> {
@@ -21,8 +22,8 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   const message =
-    error instanceof ConfigError || (error as Error).name === 'DataDirLockedError'
-      ? (error as Error).message
+    error instanceof ConfigError || error instanceof DataDirLockedError
+      ? error.message
       : String((error as Error).stack ?? error);
   process.stderr.write(`payhook sender: ${message}\n`);
   process.exit(error instanceof ConfigError ? 2 : 1);

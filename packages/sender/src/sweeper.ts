@@ -1,8 +1,8 @@
 import type { Transaction } from 'kysely';
 import type { Database } from './db/database.js';
 import type { Mode, Schema } from './db/schema.js';
-import type { Payment } from './http/payments.js';
-import { failSession } from './http/session-state.js';
+import type { Payment } from './payments/payment.js';
+import { failSession } from './payments/session-state.js';
 
 /**
  * Fails one pending session as expired (`cancellation_reason: "expired"`) and writes its

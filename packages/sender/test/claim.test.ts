@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimDeliveries, type Database } from '../src/index.js';
+import type { Database } from '../src/index.js';
+import { claimDeliveries } from '../src/internal.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
 const A = 'https://a.example/webhooks';

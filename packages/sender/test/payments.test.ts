@@ -1,7 +1,8 @@
 import { parseEvent, verifyChecksum } from '@payhook/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type Database, loadConfig, WAKE_CHANNEL } from '../src/index.js';
+import { buildApp, type Database, loadConfig } from '../src/index.js';
+import { WAKE_CHANNEL } from '../src/internal.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
 const customer = {

@@ -1,43 +1,15 @@
 // One webhook attempt over HTTP, as DESIGN.md ("The reference sender": delivery, webhook URLs)
 // describes it: success is 200 exactly, redirects are failures, 5 s to connect, 15 s in all, and the
 // connection only ever goes to an address that was checked to be public (no SSRF, no DNS rebinding).
-import type { LookupAddress, LookupOptions } from 'node:dns';
-import type { LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { Agent, type Dispatcher } from 'undici';
+import { Agent } from 'undici';
 import { classifyAddress } from '../net/public-address.js';
 import { checkWebhookUrl, type Resolver, systemResolver, type WebhookUrlCheck } from '../net/webhook-url.js';
+import { type AttemptOutcome, describeError, judgeStatus } from './attempt-outcome.js';
+import { decodeCapped, exchange, type ResponseState } from './exchange.js';
+import { createVettedLookup } from './vetted-lookup.js';
 
-/** Why an attempt failed: the URL checks' codes, then the transport's and the response's. */
-export type AttemptErrorCode =
-  | 'invalid_url'
-  | 'unsupported_scheme'
-  | 'credentials_in_url'
-  | 'unresolvable_host'
-  | 'non_public_address'
-  | 'connect_timeout'
-  | 'timeout'
-  | 'connection_refused'
-  | 'network_error'
-  | 'redirect'
-  | 'unexpected_status';
-
-/** What one attempt did: recorded as it is with the delivery. */
-export interface AttemptOutcome {
-  /** True only for HTTP 200 exactly (the spec's definition of a delivered event). */
-  ok: boolean;
-  /** The response status, or `null` when no response arrived. */
-  statusCode: number | null;
-  /** From the start of the attempt (URL check included) to the end of the body read, or the failure. */
-  latencyMs: number;
-  /**
-   * The first `maxResponseBytes` of the response body, UTF-8 decoded (a character cut at the limit is
-   * dropped); `null` when no response arrived or its body was empty.
-   */
-  responseBody: string | null;
-  /** Why the attempt failed; `null` if and only if `ok`. */
-  error: { code: AttemptErrorCode; message: string } | null;
-}
+export type { AttemptErrorCode, AttemptOutcome } from './attempt-outcome.js';
 
 /** Options of {@link createDeliveryClient}. */
 export interface DeliveryClientOptions {
@@ -86,77 +58,6 @@ const DEFAULTS = {
   userAgent: 'payhook-sender',
 };
 
-/** Raised inside the connect-time lookup; carries the outcome code through undici unchanged. */
-class RefusedLookupError extends Error {
-  constructor(
-    readonly refusal: 'non_public_address' | 'unresolvable_host',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'RefusedLookupError';
-  }
-}
-
-/**
- * Builds the `lookup` hook of the sockets: resolve with the injected resolver, refuse unless every
- * address is public, and hand the socket exactly the addresses that were vetted. Node calls it for
- * host names only (IP literals skip it; the attempt-time URL check covers those), and it runs again
- * for every new connection, so a name that now resolves somewhere private is caught even though the
- * attempt-time check passed a moment ago (DNS rebinding).
- */
-function createVettedLookup(resolve: Resolver, allowPrivate: boolean): LookupFunction {
-  const vet = async (hostname: string): Promise<string[]> => {
-    let addresses: string[];
-    try {
-      addresses = [...(await resolve(hostname))];
-    } catch (cause) {
-      throw new RefusedLookupError(
-        'unresolvable_host',
-        `${hostname} could not be resolved (${(cause as Error).message}).`,
-      );
-    }
-    if (addresses.length === 0)
-      throw new RefusedLookupError('unresolvable_host', `${hostname} has no address.`);
-    // An address that is not an IP at all (a broken resolver) is refused even with allowPrivate:
-    // the socket could not connect to it anyway.
-    const refused = addresses
-      .map((address) => ({ address, class: classifyAddress(address) }))
-      .filter((c) => c.class === 'invalid' || (!allowPrivate && c.class !== 'public'));
-    if (refused.length > 0) {
-      throw new RefusedLookupError(
-        'non_public_address',
-        `${hostname} resolves to a non-public address at connect time (${refused.map((c) => `${c.address}: ${c.class}`).join(', ')}); webhook URLs must be publicly reachable.`,
-      );
-    }
-    return addresses;
-  };
-
-  return (hostname, options: LookupOptions, callback) => {
-    vet(hostname).then(
-      (vetted) => {
-        const entries: LookupAddress[] = vetted
-          .map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
-          .filter((entry) => !options.family || entry.family === options.family);
-        const first = entries[0];
-        if (!first) {
-          const error = new RefusedLookupError(
-            'unresolvable_host',
-            `${hostname} has no IPv${options.family} address.`,
-          );
-          callback(error, '', 0);
-        } else if (options.all) {
-          // Node asks for every address when autoSelectFamily (happy eyeballs, the default since
-          // Node 20) is on, and for one address otherwise.
-          callback(null, entries);
-        } else {
-          callback(null, first.address, first.family);
-        }
-      },
-      (error: Error) => callback(error, '', 0),
-    );
-  };
-}
-
 const positiveInteger = (name: string, value: number | undefined, fallback: number): number => {
   if (value === undefined) return fallback;
   if (!Number.isInteger(value) || value <= 0) {
@@ -164,47 +65,6 @@ const positiveInteger = (name: string, value: number | undefined, fallback: numb
   }
   return value;
 };
-
-/** Maps a transport error from undici or Node to a stable code and a message saying what happened. */
-function describeError(
-  error: unknown,
-  context: { host: string; timedOut: boolean; totalTimeoutMs: number; connectTimeoutMs: number },
-): { code: AttemptErrorCode; message: string } {
-  if (context.timedOut) {
-    return {
-      code: 'timeout',
-      message: `No complete response from ${context.host} within ${context.totalTimeoutMs} ms.`,
-    };
-  }
-  if (error instanceof RefusedLookupError) return { code: error.refusal, message: error.message };
-  const err = error as { code?: string; message?: string; errors?: unknown[] };
-  // With happy eyeballs, a failure on every address arrives as an AggregateError of the attempts.
-  const inner = (err.errors?.[0] ?? {}) as { code?: string };
-  const code = err.code ?? inner.code;
-  switch (code) {
-    case 'UND_ERR_CONNECT_TIMEOUT':
-      return {
-        code: 'connect_timeout',
-        message: `Could not connect to ${context.host} within ${context.connectTimeoutMs} ms.`,
-      };
-    case 'UND_ERR_HEADERS_TIMEOUT':
-    case 'UND_ERR_BODY_TIMEOUT':
-      return {
-        code: 'timeout',
-        message: `No complete response from ${context.host} within ${context.totalTimeoutMs} ms.`,
-      };
-    case 'ECONNREFUSED':
-      return {
-        code: 'connection_refused',
-        message: `${context.host} refused the connection (nothing listens on that port).`,
-      };
-    default:
-      return {
-        code: 'network_error',
-        message: `Request to ${context.host} failed: ${code ? `${code}: ` : ''}${err.message ?? String(error)}`,
-      };
-  }
-}
 
 /**
  * Creates the client that makes webhook attempts: a JSON POST over a shared keep-alive pool. Every
@@ -358,125 +218,4 @@ export function createDeliveryClient(options: DeliveryClientOptions = {}): Deliv
     close: () => agent.close(),
     destroy: () => agent.destroy(),
   };
-}
-
-/** Success is 200 exactly (the spec); redirects are reported, never followed. */
-function judgeStatus(
-  host: string,
-  statusCode: number,
-  location: string | string[] | undefined,
-): Pick<AttemptOutcome, 'ok' | 'error'> {
-  if (statusCode === 200) return { ok: true, error: null };
-  if (statusCode >= 300 && statusCode < 400) {
-    const target = Array.isArray(location) ? location[0] : location;
-    return {
-      ok: false,
-      error: {
-        code: 'redirect',
-        message: `${host} answered ${statusCode}${target ? ` (to ${target})` : ''}; redirects are not followed, so register the final URL.`,
-      },
-    };
-  }
-  return {
-    ok: false,
-    error: {
-      code: 'unexpected_status',
-      message: `${host} answered ${statusCode}; only 200 acknowledges a webhook.`,
-    },
-  };
-}
-
-/** What an exchange has received so far. */
-interface ResponseState {
-  statusCode: number | null;
-  location: string | string[] | undefined;
-  /** The first chunks of the body, up to just past the limit. */
-  chunks: Buffer[];
-  size: number;
-}
-
-/** Ends an exchange on purpose: the body passed its limit, or the attempt's deadline came. */
-class StopExchange extends Error {}
-
-/**
- * Makes one request through undici's dispatcher and reads the response into `response`: at most
- * `limit` bytes of its body, after which the exchange is aborted so that a huge or endless body
- * costs nothing more (the connection is dropped rather than drained). Resolves with true when the
- * body was read to its end, which leaves the connection in the pool, and false when it stopped at
- * the limit; rejects with the transport's error. `register` receives, at once, the function that
- * stops the exchange at the attempt's deadline: it rejects at once and aborts the request, now if
- * undici has started it or as soon as it does (a request still connecting or queued).
- *
- * The dispatcher rather than `request()`: no response stream to make and read per attempt, and no
- * AbortSignal, which together cost more than the HTTP exchange itself.
- */
-function exchange(
-  agent: Agent,
-  options: Dispatcher.DispatchOptions,
-  response: ResponseState,
-  limit: number,
-  register: (stop: () => void) => void,
-): Promise<boolean> {
-  return new Promise((resolve, reject) => {
-    let capped = false;
-    let settled = false;
-    let stopped = false;
-    let abort: (() => void) | undefined;
-    const settle = (complete: boolean, error?: Error) => {
-      if (settled) return;
-      settled = true;
-      if (error && !(error instanceof StopExchange && capped)) reject(error);
-      else resolve(complete);
-    };
-    register(() => {
-      stopped = true;
-      abort?.();
-      settle(false, new StopExchange('the attempt timed out'));
-    });
-    agent.dispatch(options, {
-      onRequestStart(controller) {
-        abort = () => controller.abort(new StopExchange('the attempt timed out'));
-        if (stopped) abort();
-      },
-      onResponseStart(_controller, statusCode, headers) {
-        // Informational (1xx) heads come before the real one.
-        if (statusCode < 200) return;
-        response.statusCode = statusCode;
-        response.location = headers.location;
-      },
-      onResponseData(controller, chunk) {
-        if (capped) return;
-        response.chunks.push(chunk);
-        response.size += chunk.length;
-        if (response.size > limit) {
-          capped = true;
-          controller.abort(new StopExchange('the response body passed its limit'));
-          settle(false);
-        }
-      },
-      onResponseEnd() {
-        settle(true);
-      },
-      onResponseError(_controller, error) {
-        settle(false, error);
-      },
-    });
-  });
-}
-
-const UTF8_BOM = [0xef, 0xbb, 0xbf];
-
-/** The first `limit` bytes as text; `null` for an empty or absent body. */
-function decodeCapped(chunks: Buffer[], limit: number): string | null {
-  if (chunks.length === 0) return null;
-  const all = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-  const bytes = all.subarray(0, limit);
-  if (bytes.length === 0) return null;
-  if (all.length > limit) {
-    // stream: true holds back a multi-byte character cut at the limit instead of emitting U+FFFD.
-    return new TextDecoder().decode(bytes, { stream: true });
-  }
-  // A whole body decodes as TextDecoder would (a leading BOM dropped), without making one.
-  const bom = UTF8_BOM.every((b, i) => bytes[i] === b);
-  return bytes.toString('utf8', bom ? 3 : 0);
 }

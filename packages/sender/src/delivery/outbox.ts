@@ -1,11 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { canonicalJson, computeChecksum } from '@payhook/core';
-import { type CompiledQuery, type Kysely, type OperationNodeSource, sql, type Transaction } from 'kysely';
-import { PREPARE } from '../db/database.js';
+import { encodeSignedEvent } from '@payhook/core';
+import type { CompiledQuery, Kysely, OperationNodeSource, Transaction } from 'kysely';
 import type { Mode, Schema } from '../db/schema.js';
-
-/** The channel on which a committed outbox write wakes the delivery workers (every instance). */
-export const WAKE_CHANNEL = 'payhook_deliveries';
+import { writeEventStatement } from './delivery-state.js';
 
 type Executor = Transaction<Schema> | Kysely<Schema>;
 
@@ -20,26 +17,7 @@ type Executor = Transaction<Schema> | Kysely<Schema>;
  * ```
  */
 export function signedPayload(type: string, data: unknown, businessId: string): string {
-  const checksum = computeChecksum(type, data, businessId);
-  return `{"event":${JSON.stringify(type)},"data":${canonicalJson(data)},"checksum":"${checksum}"}`;
-}
-
-/**
- * Queues deliveries (an event to a URL each), in the caller's transaction, and wakes the workers
- * when that transaction commits (NOTIFY is transactional: a rolled-back write wakes no one).
- * Returns the new deliveries' ids, in the order given. One statement: the rows and the NOTIFY.
- */
-export async function enqueueDeliveries(
-  tx: Executor,
-  deliveries: readonly { eventId: string; url: string }[],
-): Promise<string[]> {
-  if (deliveries.length === 0) return [];
-  const ids = deliveries.map(() => randomUUID());
-  const insert = tx
-    .insertInto('deliveries')
-    .values(deliveries.map((d, i) => ({ id: ids[i] as string, event_id: d.eventId, url: d.url })));
-  await sql`with d as (${insert}) select pg_notify(${WAKE_CHANNEL}, '')`.execute(tx);
-  return ids;
+  return encodeSignedEvent(type, data, businessId);
 }
 
 /** The webhook URLs a business has registered in a mode. */
@@ -86,25 +64,19 @@ export function eventWrite(
   writes: readonly OperationNodeSource[] = [],
 ): { id: string; statement: CompiledQuery<unknown> } {
   const id = randomUUID();
-  const insertEvent = executor.insertInto('events').values({
-    id,
-    business_id: event.businessId,
-    mode: event.mode,
-    type: event.type,
-    payment_id: event.payment.id,
-    payload: signedPayload(event.type, event.payment, event.businessId),
-  });
-  const ctes = writes.map((write, i) => sql`${sql.raw(`w${i}`)} as (${write}), `);
-  const statement = sql`${sql.raw(PREPARE)}with ${sql.join(ctes, sql``)}e as (${insertEvent}),
-    d as (
-      insert into deliveries (event_id, url)
-      select ${id}::uuid, jsonb_array_elements_text(webhook_urls)
-      from account_settings
-      where business_id = ${event.businessId} and mode = ${event.mode}
-      returning 1
-    )
-    select pg_notify(${WAKE_CHANNEL}, '') where exists (select from d)`;
-  return { id, statement: statement.compile(executor) };
+  const statement = writeEventStatement(
+    executor,
+    {
+      id,
+      businessId: event.businessId,
+      mode: event.mode,
+      type: event.type,
+      paymentId: event.payment.id,
+      payload: signedPayload(event.type, event.payment, event.businessId),
+    },
+    writes,
+  );
+  return { id, statement };
 }
 
 /**

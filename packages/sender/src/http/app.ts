@@ -7,10 +7,12 @@ import { authenticate, type Principal } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../delivery/metrics.js';
+import { ApiError } from '../errors.js';
 import type { Resolver } from '../net/webhook-url.js';
+import { VERSION } from '../version.js';
 import { beneficiaryRoutes } from './beneficiaries.js';
 import { customerRoutes } from './customers.js';
-import { ApiError, FRAMEWORK_ERRORS, MALFORMED_REQUEST, toApiError } from './errors.js';
+import { ERROR_BODY_SCHEMA, malformedRequest, toApiError } from './errors.js';
 import { eventRoutes } from './events.js';
 import { idempotency } from './idempotency.js';
 import { inspectionError, inspectJson } from './json-body.js';
@@ -46,11 +48,7 @@ const PUBLIC_PREFIXES = ['/docs/', '/sandbox/pay/', '/sandbox/qr/'];
 
 /** The answer to a request whose text holds a NUL character, which no stored text can hold. */
 const nulInRequest = () =>
-  new ApiError(
-    400,
-    'invalid_request',
-    'The request holds a NUL character (\\u0000), which no field may contain.',
-  );
+  new ApiError('invalid_request', 'The request holds a NUL character (\\u0000), which no field may contain.');
 
 /**
  * What no stored text can hold in `value` (parsed JSON), in a key or a value: a NUL character, or
@@ -97,11 +95,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // A request Node's HTTP parser cannot read never reaches Fastify: answered here, same shape.
     clientErrorHandler: (error, socket) => {
       if ((error as { code?: string }).code === 'ECONNRESET' || socket.destroyed) return;
-      const known = FRAMEWORK_ERRORS[(error as { code?: string }).code ?? ''] ?? MALFORMED_REQUEST;
-      const body = JSON.stringify(new ApiError(known.status, known.code, known.message).toJSON());
+      const apiError = malformedRequest(error);
+      const body = JSON.stringify(apiError.toJSON());
       if (socket.writable) {
         socket.write(
-          `HTTP/1.1 ${known.status} ${STATUS_CODES[known.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+          `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
         );
       }
       socket.destroy(error);
@@ -122,7 +120,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     }
     // Invalid UTF-8 would be read as U+FFFD: a changed value, refused instead.
     if (!isUtf8(bytes)) {
-      done(new ApiError(400, 'invalid_request', 'The body is not valid UTF-8.'));
+      done(new ApiError('invalid_request', 'The body is not valid UTF-8.'));
       return;
     }
     const text = bytes.toString('utf8');
@@ -144,7 +142,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         else if (problem === 'surrogate') {
           done(
             new ApiError(
-              400,
               'invalid_request',
               'The body holds a lone surrogate escape (such as \\ud800), which is half of a character.',
             ),
@@ -162,9 +159,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setNotFoundHandler((request, reply) => {
     reply
       .code(404)
-      .send(
-        new ApiError(404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}.`).toJSON(),
-      );
+      .send(new ApiError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`).toJSON());
   });
   app.addHook('onRequest', async (request) => {
     if (/%00/.test(request.url)) throw nulInRequest();
@@ -174,7 +169,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     const principal = match ? await authenticate(database.db, config.apiKeys, match[1] as string) : undefined;
     if (!principal) {
-      throw new ApiError(401, 'unauthorized', 'Send a valid API key as "Authorization: Bearer <key>".');
+      throw new ApiError('unauthorized', 'Send a valid API key as "Authorization: Bearer <key>".');
     }
     request.principal = principal;
   });
@@ -192,11 +187,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       openapi: '3.1.0',
       info: {
         title: 'payhook reference sender',
-        version: '0.1.0',
+        version: VERSION,
         description:
-          'Payment sessions, payments, customers, beneficiaries and settings; events are delivered to every registered webhook URL.',
+          'Payment sessions, payments, customers, beneficiaries and settings; events are delivered to every registered webhook URL. Every error answers with the Error schema: a stable code, its status, a message and the fields that failed.',
       },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+        schemas: { Error: ERROR_BODY_SCHEMA },
+      },
       security: [{ bearer: [] }],
     },
   });

@@ -4,7 +4,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { Database } from '../db/database.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../errors.js';
 import { responseStored, storeResponse } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
@@ -87,9 +87,9 @@ export const beneficiaryRoutes: FastifyPluginAsync<{ database: Database }> = asy
       const body: Record<string, unknown> = request.body;
       const currency = body.currency;
       if (currency !== 'NGN' && currency !== 'USD') {
-        throw new ApiError(422, 'validation_failed', 'Beneficiaries are NGN or USD bank accounts.', [
-          { field: 'currency', message: 'must be NGN or USD' },
-        ]);
+        throw new ApiError('validation_failed', 'Beneficiaries are NGN or USD bank accounts.', {
+          details: [{ field: 'currency', message: 'must be NGN or USD' }],
+        });
       }
       const validator = shapes[currency];
       // Checked as an unknown value, so that reading the optional fields below stays untyped.
@@ -103,12 +103,9 @@ export const beneficiaryRoutes: FastifyPluginAsync<{ database: Database }> = asy
             message: e.message,
           };
         });
-        throw new ApiError(
-          422,
-          'validation_failed',
-          `The ${currency} beneficiary has invalid fields.`,
-          details,
-        );
+        throw new ApiError('validation_failed', `The ${currency} beneficiary has invalid fields.`, {
+          details: details,
+        });
       }
       const str = (v: unknown) => (typeof v === 'string' ? v : null);
       const id = randomUUID();

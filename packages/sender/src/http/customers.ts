@@ -4,8 +4,8 @@ import type { Kysely } from 'kysely';
 import { type Static, Type } from 'typebox';
 import type { Database } from '../db/database.js';
 import type { Schema } from '../db/schema.js';
+import { ApiError } from '../errors.js';
 import { emailProblem } from './email.js';
-import { ApiError } from './errors.js';
 import { responseStored, storeResponse } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
@@ -58,9 +58,9 @@ export const customerRoutes: FastifyPluginAsync<{ database: Database }> = async 
       const body = request.body;
       const problem = emailProblem(body.email);
       if (problem) {
-        throw new ApiError(422, 'validation_failed', 'The customer has invalid fields.', [
-          { field: 'email', message: problem },
-        ]);
+        throw new ApiError('validation_failed', 'The customer has invalid fields.', {
+          details: [{ field: 'email', message: problem }],
+        });
       }
       // The customer and the response stored under the request's Idempotency-Key commit together:
       // a process dying in between cannot leave a customer whose retry would make a second one.

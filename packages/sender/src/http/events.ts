@@ -3,11 +3,12 @@ import { type Kysely, type SqlBool, sql } from 'kysely';
 import { type Static, Type } from 'typebox';
 import type { Database } from '../db/database.js';
 import type { Mode, Schema } from '../db/schema.js';
-import { enqueueDeliveries, registeredUrls } from '../delivery/outbox.js';
-import { ApiError } from './errors.js';
+import { registeredUrls } from '../delivery/outbox.js';
+import { redeliverEvent, redeliverFailed } from '../delivery/redeliver.js';
+import { ApiError } from '../errors.js';
+import { UUID } from '../ids.js';
 import { responseStored, storeResponse } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
-import { UUID } from './payments.js';
 
 const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'none'] as const;
 type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -124,9 +125,9 @@ function readTime(value: string, field: string): Date {
   const time = /^\d{4}-\d{2}-\d{2}T/.test(value) ? new Date(value) : new Date(Number.NaN);
   // Year 0 parses in JavaScript but not in PostgreSQL: refused here rather than failed on there.
   if (Number.isNaN(time.getTime()) || time.getUTCFullYear() < 1) {
-    throw new ApiError(422, 'validation_failed', 'The request has invalid fields.', [
-      { field, message: 'must be an ISO 8601 timestamp, such as 2026-01-31T12:00:00Z' },
-    ]);
+    throw new ApiError('validation_failed', 'The request has invalid fields.', {
+      details: [{ field, message: 'must be an ISO 8601 timestamp, such as 2026-01-31T12:00:00Z' }],
+    });
   }
   return time;
 }
@@ -170,9 +171,9 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
       const { businessId, mode } = request.principal;
       const { type, delivery_status: status, payment_id: paymentId } = request.query;
       if (paymentId !== undefined && !UUID.test(paymentId)) {
-        throw new ApiError(400, 'invalid_request', '"payment_id" is not a payment id.', [
-          { field: 'payment_id', message: 'must be a UUID' },
-        ]);
+        throw new ApiError('invalid_request', '"payment_id" is not a payment id.', {
+          details: [{ field: 'payment_id', message: 'must be a UUID' }],
+        });
       }
       const { rows, pagination } = await keysetPage<EventRow>(request.query, (where, order, limit) => {
         let q = selectEvents(db, businessId, mode)
@@ -275,22 +276,11 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
         const urls = await registeredUrls(tx, businessId, mode);
         if (urls.length === 0) {
           throw new ApiError(
-            409,
             'no_webhook_urls',
             'No webhook URL is registered: add one with PATCH /accounts/settings, then redeliver.',
           );
         }
-        const ids = await enqueueDeliveries(
-          tx,
-          urls.map((url) => ({ eventId: event.id, url })),
-        );
-        // Failures of this event to these URLs are replaced: a bulk redelivery leaves them be.
-        await sql`
-          update deliveries d set superseded_by = m.new_id
-          from unnest(${urls}::text[], ${ids}::uuid[]) as m(url, new_id)
-          where d.event_id = ${event.id} and d.url = m.url and d.status = 'failed' and d.superseded_by is null`.execute(
-          tx,
-        );
+        const ids = await redeliverEvent(tx, event.id, urls);
         const response = {
           data: { event_id: event.id, deliveries: urls.map((url, i) => ({ id: ids[i] as string, url })) },
         };
@@ -317,31 +307,8 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
       const since = readTime(request.body.since, 'since');
       const until = request.body.until === undefined ? new Date() : readTime(request.body.until, 'until');
       const response = await db.transaction().execute(async (tx) => {
-        const failed = await tx
-          .selectFrom('deliveries as d')
-          .innerJoin('events as e', 'e.id', 'd.event_id')
-          .select(['d.id', 'd.event_id', 'd.url'])
-          .where('e.business_id', '=', businessId)
-          .where('e.mode', '=', mode)
-          .where('e.created_at', '>=', since)
-          .where('e.created_at', '<', until)
-          .where('d.status', '=', 'failed')
-          .where('d.superseded_by', 'is', null)
-          // Two bulk redeliveries at once: each failure is taken by one of them.
-          .forUpdate('d')
-          .skipLocked()
-          .execute();
-        const ids = await enqueueDeliveries(
-          tx,
-          failed.map((d) => ({ eventId: d.event_id, url: d.url })),
-        );
-        if (failed.length > 0) {
-          await sql`
-            update deliveries d set superseded_by = m.new_id
-            from unnest(${failed.map((f) => f.id)}::uuid[], ${ids}::uuid[]) as m(old_id, new_id)
-            where d.id = m.old_id`.execute(tx);
-        }
-        const response = { data: { redelivered: failed.length } };
+        const redelivered = await redeliverFailed(tx, { businessId, mode, since, until });
+        const response = { data: { redelivered } };
         await storeResponse(tx, request, reply, 202, response);
         return response;
       });
@@ -356,6 +323,6 @@ async function findEvent(db: Kysely<Schema>, id: string, businessId: string, mod
   const row = UUID.test(id)
     ? await selectEvents(db, businessId, mode).where('id', '=', id).executeTakeFirst()
     : undefined;
-  if (!row) throw new ApiError(404, 'not_found', `No event ${JSON.stringify(id)}.`);
+  if (!row) throw new ApiError('not_found', `No event ${JSON.stringify(id)}.`);
   return row;
 }

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.js';
 import type { Schema } from '../db/schema.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../errors.js';
 
 const RETENTION_MS = 24 * 60 * 60 * 1000;
 /**
@@ -46,9 +46,9 @@ export function idempotency(app: FastifyInstance, database: Database): void {
     const key = request.headers['idempotency-key'];
     if (request.method !== 'POST' || key === undefined || !request.principal) return;
     if (typeof key !== 'string' || !KEY.test(key)) {
-      throw new ApiError(400, 'invalid_request', 'Idempotency-Key is 1 to 255 visible ASCII characters.', [
-        { field: 'Idempotency-Key', message: 'is not a valid key' },
-      ]);
+      throw new ApiError('invalid_request', 'Idempotency-Key is 1 to 255 visible ASCII characters.', {
+        details: [{ field: 'Idempotency-Key', message: 'is not a valid key' }],
+      });
     }
     const { businessId, mode } = request.principal;
     const hash = requestHash(request.method, request.url, request.body);
@@ -83,7 +83,6 @@ export function idempotency(app: FastifyInstance, database: Database): void {
       .executeTakeFirstOrThrow();
     if (stored.request_hash !== hash) {
       throw new ApiError(
-        422,
         'idempotency_key_reused',
         'This Idempotency-Key was used with a different request; use a new key.',
       );
@@ -110,7 +109,6 @@ export function idempotency(app: FastifyInstance, database: Database): void {
         return;
       }
       throw new ApiError(
-        409,
         'idempotency_in_progress',
         'A request with this Idempotency-Key is still running; retry in a moment.',
       );

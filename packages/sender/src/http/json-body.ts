@@ -1,4 +1,4 @@
-import { ApiError } from './errors.js';
+import { ApiError } from '../errors.js';
 
 /** The deepest nesting of objects and arrays a request body may have (DESIGN.md, "Sender input"). */
 export const MAX_BODY_DEPTH = 64;
@@ -114,16 +114,21 @@ export function pathOfNumber(value: unknown, target: number, path = ''): string 
 export function inspectionError(inspection: JsonInspection & { ok: false }, value: unknown): ApiError {
   if (inspection.problem === 'too_deep') {
     return new ApiError(
-      400,
       'invalid_request',
       `The body nests objects and arrays deeper than ${MAX_BODY_DEPTH} levels.`,
     );
   }
   const field = pathOfNumber(value, Number(inspection.token)) || 'body';
   return new ApiError(
-    422,
     'validation_failed',
     `The number ${inspection.token.slice(0, 40)} cannot be held exactly; send whole numbers up to 2^53 - 1 (9007199254740991), or the value as a string.`,
-    [{ field, message: 'is a number that cannot be held exactly (an integer is at most 9007199254740991)' }],
+    {
+      details: [
+        {
+          field,
+          message: 'is a number that cannot be held exactly (an integer is at most 9007199254740991)',
+        },
+      ],
+    },
   );
 }

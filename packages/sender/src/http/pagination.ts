@@ -1,6 +1,6 @@
 import { type SqlBool, sql } from 'kysely';
 import { type Static, Type } from 'typebox';
-import { ApiError } from './errors.js';
+import { ApiError } from '../errors.js';
 
 /** Query of a list route: `limit` (default 15, at most 100), and one of the cursors `after` / `before`. */
 export const PageQuery = Type.Object(
@@ -56,9 +56,9 @@ const CURSOR_TEXT = /^(0|[1-9][0-9]{0,17})\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}
  */
 export function decodeCursor(cursor: string, parameter: 'after' | 'before'): Position {
   const invalid = () =>
-    new ApiError(400, 'invalid_cursor', `"${parameter}" is not a cursor this API returned.`, [
-      { field: parameter, message: 'is not a valid cursor' },
-    ]);
+    new ApiError('invalid_cursor', `"${parameter}" is not a cursor this API returned.`, {
+      details: [{ field: parameter, message: 'is not a valid cursor' }],
+    });
   // Buffer's base64url decoder skips what it cannot read: only the canonical spelling is taken.
   if (!/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) throw invalid();
   const bytes = Buffer.from(cursor, 'base64url');
@@ -72,14 +72,14 @@ export function decodeCursor(cursor: string, parameter: 'after' | 'before'): Pos
 export function direction(query: PageQuery): { limit: number; after?: Position; before?: Position } {
   const limit = query.limit === undefined ? 15 : Number(query.limit);
   if (limit < 1 || limit > 100) {
-    throw new ApiError(400, 'invalid_request', '"limit" is from 1 to 100.', [
-      { field: 'limit', message: 'must be from 1 to 100' },
-    ]);
+    throw new ApiError('invalid_request', '"limit" is from 1 to 100.', {
+      details: [{ field: 'limit', message: 'must be from 1 to 100' }],
+    });
   }
   if (query.after && query.before) {
-    throw new ApiError(400, 'invalid_request', 'Give "after" or "before", not both.', [
-      { field: 'before', message: 'conflicts with after' },
-    ]);
+    throw new ApiError('invalid_request', 'Give "after" or "before", not both.', {
+      details: [{ field: 'before', message: 'conflicts with after' }],
+    });
   }
   return {
     limit,

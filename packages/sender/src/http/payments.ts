@@ -7,8 +7,10 @@ import { Compile } from 'typebox/compile';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import { eventWrite } from '../delivery/outbox.js';
+import { ApiError, type FieldError } from '../errors.js';
+import { UUID } from '../ids.js';
+import { isoMicros, type Payment } from '../payments/payment.js';
 import { emailProblem } from './email.js';
-import { ApiError, type FieldError } from './errors.js';
 import { responseStored, responseUpdate } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
@@ -22,7 +24,6 @@ const MINIMUM_AMOUNT = 100_000;
  * number carries exactly through every JavaScript client (and the receivers' typed events).
  */
 export const MAXIMUM_AMOUNT = Number.MAX_SAFE_INTEGER;
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const validCustomer = Compile(CustomerInputSchema);
 const validMetadata = Compile(MetadataSchema);
@@ -39,13 +40,6 @@ export const SessionEnvelopeSchema = Type.Object(
   },
   { title: 'PaymentSessionEnvelope' },
 );
-
-export type Payment = Static<typeof PaymentSchema>;
-
-/** ISO 8601 UTC with microseconds, as the spec writes `expires_at`. */
-export function isoMicros(date: Date): string {
-  return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
-}
 
 function issues(
   validator: { Errors(v: unknown): { instancePath: string; message: string; params: unknown }[] },
@@ -118,7 +112,7 @@ function readSessionRequest(body: Record<string, unknown>) {
     details.push({ field: 'reference', message: 'must be a string of 1 to 200 characters' });
   }
   if (details.length > 0)
-    throw new ApiError(422, 'validation_failed', 'The payment session has invalid fields.', details);
+    throw new ApiError('validation_failed', 'The payment session has invalid fields.', { details: details });
   return {
     description: description as string,
     currency: currency as Payment['currency'],
@@ -193,9 +187,9 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
           .where('mode', '=', mode)
           .executeTakeFirst();
         if (!row)
-          throw new ApiError(422, 'validation_failed', 'No such customer.', [
-            { field: 'customer_id', message: 'is not a customer of this account' },
-          ]);
+          throw new ApiError('validation_failed', 'No such customer.', {
+            details: [{ field: 'customer_id', message: 'is not a customer of this account' }],
+          });
         customer = {
           ...row,
           billing_address: row.billing_address as Payment['customer']['billing_address'],
@@ -266,10 +260,9 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
       } catch (error) {
         if ((error as { code?: string }).code === '23505') {
           throw new ApiError(
-            409,
             'duplicate_reference',
             `A payment session with reference ${JSON.stringify(input.reference)} exists already.`,
-            [{ field: 'reference', message: 'is already used' }],
+            { details: [{ field: 'reference', message: 'is already used' }] },
           );
         }
         throw error;
@@ -294,7 +287,7 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
             .where('mode', '=', mode)
             .executeTakeFirst()
         : undefined;
-      if (!row) throw new ApiError(404, 'not_found', `No payment ${JSON.stringify(id)}.`);
+      if (!row) throw new ApiError('not_found', `No payment ${JSON.stringify(id)}.`);
       return { data: row.data as Payment };
     },
   );

@@ -3,8 +3,9 @@ import { crc32, deflateSync } from 'node:zlib';
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import type { Database } from '../db/database.js';
-import { ApiError } from './errors.js';
-import { isoMicros, type Payment, UUID } from './payments.js';
+import { ApiError } from '../errors.js';
+import { UUID } from '../ids.js';
+import { isoMicros, type Payment } from '../payments/payment.js';
 
 /** What each capture link of a method stands for (the `method` query of `/sandbox/pay/{id}`). */
 const STEPS = {
@@ -105,7 +106,7 @@ export const sandboxPages: FastifyPluginAsync<{ database: Database }> = async (a
           .where('mode', '=', 'test')
           .executeTakeFirst()
       : undefined;
-    if (!row) throw new ApiError(404, 'not_found', `No sandbox payment ${JSON.stringify(id)}.`);
+    if (!row) throw new ApiError('not_found', `No sandbox payment ${JSON.stringify(id)}.`);
     return row;
   };
 
@@ -195,7 +196,7 @@ The sandbox completion API does, with a test key of the business:</p>
     },
     async (request, reply) => {
       const match = /^(.+)\.png$/.exec(request.params.file);
-      if (!match) throw new ApiError(404, 'not_found', `No route GET ${request.url.split('?')[0]}.`);
+      if (!match) throw new ApiError('not_found', `No route GET ${request.url.split('?')[0]}.`);
       const row = await testPayment(match[1] as string);
       reply.type('image/png').headers(PAGE_HEADERS);
       return qrPlaceholder(row.id);

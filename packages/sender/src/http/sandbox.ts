@@ -3,11 +3,18 @@ import type { Transaction } from 'kysely';
 import { Type } from 'typebox';
 import type { Database } from '../db/database.js';
 import type { Mode, Schema } from '../db/schema.js';
+import { ApiError } from '../errors.js';
+import type { Payment } from '../payments/payment.js';
+import {
+  failSession,
+  lockSession,
+  receiveFunds,
+  type SessionRow,
+  settleSession,
+} from '../payments/session-state.js';
 import { expireSession } from '../sweeper.js';
-import { ApiError } from './errors.js';
 import { responseStored, storeResponse } from './idempotency.js';
-import { envelope, type Payment, SessionEnvelopeSchema } from './payments.js';
-import { failSession, lockSession, receiveFunds, type SessionRow, settleSession } from './session-state.js';
+import { envelope, SessionEnvelopeSchema } from './payments.js';
 
 const Answer = { 200: Type.Object({ data: SessionEnvelopeSchema }) };
 // These routes take no body; an empty JSON object (or none at all) is accepted.
@@ -31,7 +38,7 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
 
   app.addHook('onRequest', async (request) => {
     if (request.principal?.mode !== 'test') {
-      throw new ApiError(404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}.`);
+      throw new ApiError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`);
     }
   });
 
@@ -63,9 +70,9 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
       const first = await db.transaction().execute(async (tx) => {
         const row = await lockSession(tx, request.params.payment_id, businessId, mode);
         if (row.captured_at === null)
-          throw new ApiError(409, 'not_captured', 'Capture the session before completing it.');
+          throw new ApiError('not_captured', 'Capture the session before completing it.');
         if (row.status !== 'pending')
-          throw new ApiError(409, 'invalid_state', `The payment is ${row.status} already.`);
+          throw new ApiError('invalid_state', `The payment is ${row.status} already.`);
         const payment =
           outcome === 'failed' ? await failSession(tx, row, 'payment_failed') : await receiveFunds(tx, row);
         if (payment.status !== 'captured' || !settle) {
@@ -168,7 +175,6 @@ async function lockInState(
   why: string,
 ): Promise<SessionRow> {
   const row = await lockSession(tx, id, businessId, mode);
-  if (row.status !== status)
-    throw new ApiError(409, 'invalid_state', `The payment is ${row.status}; ${why}.`);
+  if (row.status !== status) throw new ApiError('invalid_state', `The payment is ${row.status}; ${why}.`);
   return row;
 }

@@ -2,13 +2,14 @@ import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import type { Database } from '../db/database.js';
+import { ApiError } from '../errors.js';
+import type { Payment } from '../payments/payment.js';
+import { failSession, lockSession } from '../payments/session-state.js';
 import { expireSession } from '../sweeper.js';
-import { ApiError } from './errors.js';
 import { responseStored, storeResponse } from './idempotency.js';
-import { envelope, type Payment, SessionEnvelopeSchema } from './payments.js';
+import { envelope, SessionEnvelopeSchema } from './payments.js';
 import { sandboxRoutes } from './sandbox.js';
 import { sandboxPages } from './sandbox-pages.js';
-import { failSession, lockSession } from './session-state.js';
 
 // The sandbox card declined at capture (DESIGN.md); any other number, 4242424242424242 for one,
 // goes on to 3-D Secure, which the sandbox completion route passes.
@@ -53,7 +54,7 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
       const { businessId, mode } = request.principal;
       const origin = `${request.protocol}://${request.host}`;
       const card = request.body?.card;
-      const expired = new ApiError(409, 'session_expired', 'The session expired; create a new one.');
+      const expired = new ApiError('session_expired', 'The session expired; create a new one.');
       // Every outcome that changes the payment is stored under the Idempotency-Key in its
       // transaction: a retry after a crash past the commit replays it, rather than meeting a 409.
       const result = await db.transaction().execute(async (tx) => {
@@ -64,7 +65,6 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
         const row = await lockSession(tx, request.params.payment_id, businessId, mode);
         if (row.status !== 'pending' || row.captured_at !== null) {
           throw new ApiError(
-            409,
             'invalid_state',
             `The session is ${row.captured_at ? 'captured already' : row.status}; only a new pending session can be captured.`,
           );
@@ -114,9 +114,9 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
             break;
           case 'card': {
             if (!card)
-              throw new ApiError(422, 'validation_failed', 'A card capture needs the card.', [
-                { field: 'card', message: 'is required for a card payment' },
-              ]);
+              throw new ApiError('validation_failed', 'A card capture needs the card.', {
+                details: [{ field: 'card', message: 'is required for a card payment' }],
+              });
             if (card.number === CARD_DECLINED) {
               const failed = await failSession(tx, row, 'card_declined');
               return answer({ data: envelope(failed, new Date(row.expires_at)) });

@@ -2,8 +2,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
+import { ApiError } from '../errors.js';
 import { checkWebhookUrl, type Resolver } from '../net/webhook-url.js';
-import { ApiError } from './errors.js';
 
 const SettingsBody = Type.Object(
   {
@@ -47,7 +47,9 @@ export const settingsRoutes: FastifyPluginAsync<{
             : [],
         );
         if (refused.length > 0)
-          throw new ApiError(422, 'validation_failed', 'Some webhook URLs cannot receive events.', refused);
+          throw new ApiError('validation_failed', 'Some webhook URLs cannot receive events.', {
+            details: refused,
+          });
       }
       const current = await database.db
         .selectFrom('account_settings')

@@ -1,6 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
-import { PREPARE } from '../db/database.js';
-import type { Schema } from '../db/schema.js';
+import { PREPARE } from '../../db/database.js';
+import type { Schema } from '../../db/schema.js';
 
 /** A claimed delivery, with what its attempt sends. */
 export interface Claim {

@@ -1,8 +1,9 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Mode, Schema } from '../db/schema.js';
 import { writeEvent } from '../delivery/outbox.js';
-import { ApiError } from './errors.js';
-import { type Payment, UUID } from './payments.js';
+import { ApiError } from '../errors.js';
+import { UUID } from '../ids.js';
+import type { Payment } from './payment.js';
 
 /** A payment session as the capture and sandbox routes read it (locked for update). */
 export interface SessionRow {
@@ -46,7 +47,7 @@ export async function lockSession(
         .forUpdate()
         .executeTakeFirst()
     : undefined;
-  if (!row) throw new ApiError(404, 'not_found', `No payment session ${JSON.stringify(id)}.`);
+  if (!row) throw new ApiError('not_found', `No payment session ${JSON.stringify(id)}.`);
   return row;
 }
 

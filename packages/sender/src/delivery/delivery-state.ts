@@ -1,0 +1,53 @@
+/**
+ * The life of a delivery (a row of `deliveries`: one event to one URL). Each transition is one
+ * statement under `./sql/`, in the file named after it; nothing else writes the table.
+ *
+ * ```text
+ *                write-event (with its event) | insert-deliveries (a redelivery)
+ *                                     |
+ *                                     v
+ *            +-------------> PENDING, unclaimed <------------------------------+
+ *            |                  (due at next_attempt_at)                       |
+ *            |                        |                                        |
+ *            |   release              | claim-deliveries: FOR UPDATE SKIP      | record-attempts:
+ *            |   (set-due: due now,   | LOCKED, a new claim_token, due at      | a failed attempt,
+ *            |   token cleared)       | the end of the lease                   | due at its retry
+ *            |                        v                                        |
+ *            +-------------- PENDING, claimed ---------------------------------+
+ *                          (claim_token; due at lease end)
+ *                           |     ^    |
+ *               renew       +-----+    | a lease that passes unrenewed makes the row due again:
+ *               (set-due: lease end    | any worker claims it anew, and the old token's record
+ *               moved on)              | changes nothing
+ *                                      | record-attempts (its claim_token must still match)
+ *                         +------------+----------------+
+ *                         v                             v
+ *                     DELIVERED                       FAILED ----------------------------+
+ *                   (HTTP 200; finished_at)   (the attempt at the 48 h deadline          |
+ *                                              failed; finished_at)                      |
+ *                                                                                        |
+ *    redelivery (lock-failed-deliveries picks the failures of a time window):            |
+ *    insert-deliveries makes a new PENDING row, then supersede-event-failures or         |
+ *    supersede-deliveries sets superseded_by on the FAILED one <-------------------------+
+ * ```
+ *
+ * Every claim, renewal, release and record runs through `database.delivery` (the worker's
+ * planner settings and connections); the inserts and supersessions run in the API's transaction
+ * with the state change that caused them, and wake the workers with a NOTIFY on
+ * {@link WAKE_CHANNEL} when it commits. The schedule of retries is `./schedule.ts`; the worker
+ * that drives these transitions is `./worker.ts`.
+ */
+
+export type { Claim, ClaimOptions } from './sql/claim-deliveries.js';
+export { claimDeliveries } from './sql/claim-deliveries.js';
+export { enqueueDeliveries } from './sql/insert-deliveries.js';
+export type { FailedSince } from './sql/lock-failed-deliveries.js';
+export { lockFailedDeliveries } from './sql/lock-failed-deliveries.js';
+export type { AttemptRecord } from './sql/record-attempts.js';
+export { recordAttemptsStatement } from './sql/record-attempts.js';
+export { releaseClaims, renewLeases } from './sql/set-due.js';
+export { supersedeDeliveries } from './sql/supersede-deliveries.js';
+export { supersedeEventFailures } from './sql/supersede-event-failures.js';
+export { WAKE_CHANNEL } from './sql/wake-channel.js';
+export type { EventRow } from './sql/write-event.js';
+export { writeEventStatement } from './sql/write-event.js';

@@ -1,0 +1,230 @@
+import type { Claim } from './delivery-state.js';
+
+/** A claim the worker holds: waiting in `ready`, being sent, or sent and being recorded. */
+interface Held {
+  claim: Claim;
+  /** When it was claimed, on the worker's clock. */
+  claimedAt: number;
+  /** Set once its attempt begins: resolves when the attempt is sent and recorded. */
+  done?: Promise<void>;
+}
+
+/** The limits of {@link HeldClaims}, and the worker's clock. */
+export interface HeldClaimsOptions {
+  /** Attempts being sent at once, over every URL. */
+  concurrency: number;
+  /** Attempts being sent at once to one URL. */
+  perUrl: number;
+  now: () => Date;
+  /** Starts the attempt of a claim taken from `ready`. */
+  begin: (claim: Claim) => void;
+}
+
+const count = (map: Map<string, number>, url: string, by: number) => {
+  const n = (map.get(url) ?? 0) + by;
+  if (n === 0) map.delete(url);
+  else map.set(url, n);
+};
+
+/**
+ * What one delivery worker holds: its claims, the rows claimed ahead, and the counts its limits
+ * apply to, so that the worker's loop only decides when to claim, start and release.
+ *
+ * A claim is a round trip to the database: were slots filled only as they free up, each claim
+ * would serve a handful of attempts and the attempts would wait on it. Up to four times
+ * `concurrency` rows (and four times the per-URL limit for one URL) are held instead, so a freed
+ * slot starts its next attempt at once, and a claim is made when a quarter of that capacity is
+ * free, so that each claim serves many attempts.
+ */
+export class HeldClaims {
+  /** Rows held at most: being sent, being recorded or ready. */
+  readonly capacity: number;
+  /** The free room, at least, that a claim waits for while attempts run. */
+  readonly refill: number;
+  /** Rows held at most for one URL, being sent or ready. */
+  readonly urlCapacity: number;
+  /** Claims held, by delivery id: ready, being sent, or sent and being recorded. */
+  readonly inFlight = new Map<string, Held>();
+  /** Claimed ahead, waiting for a slot, in due order. */
+  ready: Claim[] = [];
+  /** Attempts being sent: what `concurrency` limits. */
+  sending = 0;
+  /** Attempts started since the worker was made. */
+  begun = 0;
+  /** Attempts started and not yet done: being sent, or sent and being recorded. */
+  active = 0;
+  /** Attempts being sent, per URL: what `perUrlConcurrency` limits. */
+  private readonly perUrlCount = new Map<string, number>();
+  /** Rows held per URL, being sent or ready: at most `urlCapacity`. */
+  private readonly perUrlHeld = new Map<string, number>();
+  /**
+   * URLs a claim gave all the rows they had room for: their backlog is likely longer than what
+   * they may hold. Their freed slots wait for room for a batch (see {@link batching}).
+   */
+  private readonly capped = new Set<string>();
+  /**
+   * Rows the last claim brought, when fewer than it asked for: the due rows it could take are
+   * fewer than the room (the URLs that have them are near their limit, or little is due), so the
+   * next claim asks for twice that, at least `refill`, rather than reading the whole room's worth
+   * of due rows to keep a few.
+   */
+  private lastShort: number | undefined;
+  /** Resolved when the next attempt is done (what `runDue` waits on), made on demand. */
+  private settled: { promise: Promise<void>; resolve: () => void } | undefined;
+
+  constructor(private readonly options: HeldClaimsOptions) {
+    this.capacity = 4 * options.concurrency;
+    this.refill = options.concurrency;
+    this.urlCapacity = 4 * options.perUrl;
+  }
+
+  /** How many rows the next claim asks for, with `room` free. */
+  claimLimit(room: number): number {
+    const { lastShort } = this;
+    return lastShort === undefined ? room : Math.min(room, Math.max(this.refill, 2 * lastShort));
+  }
+
+  /**
+   * What the next claim leaves alone: URLs that hold all they may (the others get the room they
+   * have left), and the deliveries held for half a lease or more: their leases are renewed, but a
+   * row whose renewal is late must not be sent twice from here. A row claimed more recently cannot
+   * be due (its lease ends a full lease after its claim, or later), and naming every row held in
+   * every claim cost the database a comparison with each of them for every row it walked.
+   */
+  claimFilter(
+    at: number,
+    leaseMs: number,
+  ): { skipIds: string[]; skipUrls: string[]; rooms: Map<string, number> } {
+    const skipIds: string[] = [];
+    for (const [id, held] of this.inFlight) if (held.claimedAt <= at - leaseMs / 2) skipIds.push(id);
+    const rooms = new Map<string, number>();
+    const skipUrls: string[] = [];
+    for (const [url, held] of this.perUrlHeld) {
+      if (held >= this.urlCapacity) skipUrls.push(url);
+      else rooms.set(url, this.urlCapacity - held);
+    }
+    return { skipIds, skipUrls, rooms };
+  }
+
+  /**
+   * Holds what a claim of `limit` rows brought, ready in due order; returns the rows to give back:
+   * those past their URL's room, or all of them when `refuse` (the worker is stopping).
+   */
+  hold(
+    claims: readonly Claim[],
+    limit: number,
+    rooms: ReadonlyMap<string, number>,
+    claimedAt: number,
+    refuse: boolean,
+  ): Claim[] {
+    this.lastShort = claims.length < limit ? claims.length : undefined;
+    const over: Claim[] = [];
+    const taken = new Map<string, number>();
+    for (const c of claims) {
+      // The claim kept within each URL's room (rooms only grow while it runs); rows claimed
+      // while stopping go back at once.
+      if ((this.perUrlHeld.get(c.url) ?? 0) >= this.urlCapacity || refuse) over.push(c);
+      else {
+        count(this.perUrlHeld, c.url, 1);
+        count(taken, c.url, 1);
+        this.inFlight.set(c.id, { claim: c, claimedAt });
+        this.ready.push(c);
+      }
+    }
+    for (const [url, n] of taken) {
+      if (n >= (rooms.get(url) ?? this.urlCapacity)) this.capped.add(url);
+      else this.capped.delete(url);
+    }
+    return over;
+  }
+
+  /**
+   * Starts ready rows while slots are free, in due order, skipping URLs at their limit. Stops at
+   * the first row it cannot start for want of a slot: a freed slot costs a step or a few, not a
+   * pass over every row held ready.
+   */
+  startReady(): number {
+    const { ready } = this;
+    const { concurrency, perUrl, begin } = this.options;
+    let started = 0;
+    for (let i = 0; i < ready.length && this.sending < concurrency; ) {
+      const c = ready[i] as Claim;
+      if ((this.perUrlCount.get(c.url) ?? 0) < perUrl) {
+        ready.splice(i, 1);
+        begin(c);
+        started++;
+      } else i++;
+    }
+    return started;
+  }
+
+  /** Counts an attempt that begins, and keeps `done`, the promise of its end, with its claim. */
+  began(claim: Claim, done: Promise<void>): void {
+    const held = this.inFlight.get(claim.id);
+    if (held) held.done = done;
+    else this.inFlight.set(claim.id, { claim, claimedAt: this.options.now().getTime(), done });
+  }
+
+  /** Counts a slot taken by an attempt about to be sent. */
+  slotTaken(claim: Claim): void {
+    this.begun++;
+    this.active++;
+    this.sending++;
+    count(this.perUrlCount, claim.url, 1);
+  }
+
+  /** Frees an attempt's slot once its response is in; returns the rows its URL still holds. */
+  free(claim: Claim): number {
+    this.sending--;
+    count(this.perUrlCount, claim.url, -1);
+    count(this.perUrlHeld, claim.url, -1);
+    const held = this.perUrlHeld.get(claim.url) ?? 0;
+    if (held === 0) this.capped.delete(claim.url);
+    return held;
+  }
+
+  /**
+   * Whether a slot freed at `url`, which still holds `held` rows, waits for room for a batch: a
+   * URL with a backlog longer than it may hold waits until it holds half that, as a claim at each
+   * of its freed slots would read a full batch of due rows to keep one.
+   */
+  batching(url: string, held: number): boolean {
+    return this.capped.has(url) && held > this.urlCapacity / 2;
+  }
+
+  /** Lets go of a claim whose attempt is done (recorded, or failed to be), and wakes `nextDone`. */
+  finished(claim: Claim): void {
+    this.inFlight.delete(claim.id);
+    this.active--;
+    if (this.settled !== undefined) {
+      const { resolve } = this.settled;
+      this.settled = undefined;
+      resolve();
+    }
+  }
+
+  /** A promise of the next attempt's end: one for all waiters, however many attempts run. */
+  nextDone(): Promise<void> {
+    if (this.settled === undefined) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      this.settled = { promise, resolve };
+    }
+    return this.settled.promise;
+  }
+
+  /** Lets go of the rows claimed ahead and never begun, and returns them (to release). */
+  dropReady(): Claim[] {
+    const unstarted = this.ready;
+    this.ready = [];
+    for (const c of unstarted) this.inFlight.delete(c.id);
+    return unstarted;
+  }
+
+  /** Every claim held. */
+  claims(): Claim[] {
+    return [...this.inFlight.values()].map((f) => f.claim);
+  }
+}

@@ -1,0 +1,27 @@
+import { randomUUID } from 'node:crypto';
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Schema } from '../../db/schema.js';
+import { WAKE_CHANNEL } from './wake-channel.js';
+
+/**
+ * Queues deliveries (an event to a URL each), in the caller's transaction, and wakes the workers
+ * when that transaction commits (NOTIFY is transactional: a rolled-back write wakes no one).
+ * Returns the new deliveries' ids, in the order given. One statement: the rows and the NOTIFY.
+ *
+ * @example
+ * ```ts
+ * const [id] = await enqueueDeliveries(tx, [{ eventId, url: 'https://merchant.example/hooks' }]);
+ * ```
+ */
+export async function enqueueDeliveries(
+  tx: Transaction<Schema> | Kysely<Schema>,
+  deliveries: readonly { eventId: string; url: string }[],
+): Promise<string[]> {
+  if (deliveries.length === 0) return [];
+  const ids = deliveries.map(() => randomUUID());
+  const insert = tx
+    .insertInto('deliveries')
+    .values(deliveries.map((d, i) => ({ id: ids[i] as string, event_id: d.eventId, url: d.url })));
+  await sql`with d as (${insert}) select pg_notify(${WAKE_CHANNEL}, '')`.execute(tx);
+  return ids;
+}

@@ -1,0 +1,21 @@
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Schema } from '../../db/schema.js';
+
+/**
+ * Marks the deliveries `oldIds` as replaced by `newIds`, pairwise (a bulk redelivery of failures).
+ *
+ * @example
+ * ```ts
+ * await supersedeDeliveries(tx, failed.map((f) => f.id), newIds);
+ * ```
+ */
+export async function supersedeDeliveries(
+  tx: Transaction<Schema> | Kysely<Schema>,
+  oldIds: readonly string[],
+  newIds: readonly string[],
+): Promise<void> {
+  await sql`
+            update deliveries d set superseded_by = m.new_id
+            from unnest(${oldIds}::uuid[], ${newIds}::uuid[]) as m(old_id, new_id)
+            where d.id = m.old_id`.execute(tx);
+}
