@@ -346,6 +346,56 @@ describe('bounded memory', () => {
     await receiver.idle();
   });
 
+  it('recovery claims no more lapsed events than the room left under the bound', async () => {
+    const store = createMemoryStore();
+    const events = Array.from({ length: 5 }, () => createTestEvent('payment.session.created', BIZ));
+    for (const event of events) {
+      await store.claim(`${BIZ}:${event.checksum}`, {
+        owner: 'dead-instance',
+        leaseMs: 1,
+        payload: JSON.stringify(event),
+        businessId: BIZ,
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const { receiver, runs } = counting({ store, maxQueuedEvents: 3, concurrency: 1 });
+    let release: () => void = () => {};
+    const stuck = new Promise<void>((resolve) => (release = resolve));
+    receiver.onAny(() => stuck);
+    expect(await receiver.recover()).toBe(3);
+    // Full: nothing more is claimed, and the two left stay lapsed for whoever has room.
+    expect(await receiver.recover()).toBe(0);
+    expect((await store.recover('other-instance', 60_000, 10)).length).toBe(2);
+    release();
+    await receiver.idle();
+    expect(runs.size).toBe(3);
+  });
+
+  it('replay refuses with queue_full when the queue is full, and shutting_down once closed', async () => {
+    const store = createMemoryStore();
+    const { receiver } = counting({ store, maxQueuedEvents: 1, retry: { attempts: 1 } });
+    let fail = true;
+    receiver.onAny(() => {
+      if (fail) throw new Error('down');
+    });
+    const failed = createTestEvent('payment.session.failed', BIZ);
+    respond(await receiver.handle(request(failed)));
+    await receiver.idle();
+    const key = `${BIZ}:${failed.checksum}`;
+    expect(await store.get(key)).toMatchObject({ state: 'failed' });
+    let release: () => void = () => {};
+    const stuck = new Promise<void>((resolve) => (release = resolve));
+    receiver.on('payment.session.created', () => stuck);
+    fail = false;
+    respond(await receiver.handle(request(createTestEvent('payment.session.created', BIZ))));
+    await expect(receiver.replay(key)).rejects.toMatchObject({ code: 'queue_full' });
+    release();
+    await receiver.idle();
+    await receiver.close();
+    await expect(receiver.replay(key)).rejects.toMatchObject({ code: 'shutting_down' });
+    expect(await store.get(key)).toMatchObject({ state: 'failed' });
+  });
+
   it('validates the bounds at creation', () => {
     expect(() => createReceiver({ businessIds: [BIZ], allowAnyIp: true, maxQueuedEvents: 0 })).toThrow(
       /maxQueuedEvents/,
