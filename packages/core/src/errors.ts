@@ -12,6 +12,9 @@
 export const ERROR_STATUS = {
   malformed_payload: 400,
   invalid_checksum: 401,
+  invalid_signature: 401,
+  signature_timestamp_out_of_tolerance: 401,
+  signature_required: 401,
   ip_not_allowed: 403,
   not_found: 404,
   method_not_allowed: 405,

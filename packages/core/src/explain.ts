@@ -2,6 +2,16 @@ import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
 import { type AppliedCanonicalization, candidateMessages, hmacHex, type VerifyOptions } from './checksum.js';
 import { parseEnvelope, type VerifyInput } from './envelope.js';
 import { isPayhookError, PayhookError } from './errors.js';
+import {
+  DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
+  parseSigningSecret,
+  type ReceivedSignature,
+  readSignatureHeaders,
+  SIGNING_SECRET_PREFIX,
+  type SigningKey,
+  signatureDigest,
+  type VerifySignatureOptions,
+} from './webhook-signature.js';
 
 /** One business id tried against one candidate string. */
 export interface ChecksumAttempt {
@@ -41,6 +51,20 @@ export interface ChecksumExplanation {
   differences: CandidateDifference[];
   /** Set when the body could not be read at all. */
   error?: PayhookError;
+  /** The signature's side, when `signature` was given: which secret, which string was signed. */
+  signature?: SignatureExplanation;
+}
+
+/** Options of {@link explainChecksumMismatch}: `verifyChecksum`'s, and the signature to explain. */
+export interface ExplainOptions extends VerifyOptions {
+  /** The request's headers and the receiver's signing secrets, to explain `webhook-signature` too. */
+  signature?: {
+    headers: Readonly<Record<string, string | readonly string[] | undefined>>;
+    secrets: readonly string[];
+    toleranceSeconds?: number;
+    /** The clock, in ms (default now). */
+    now?: number;
+  };
 }
 
 const CONTEXT = 24;
@@ -49,7 +73,9 @@ const CONTEXT = 24;
  * For humans debugging a checksum mismatch: for each encoding tried and each business id, the
  * exact string that was hashed and its checksum, the checksum the payload carries, and where the
  * candidate strings differ. Takes the same arguments as `verifyChecksum`, and never throws on
- * bad input.
+ * bad input. With `signature` (the request's headers and the signing secrets) it explains the
+ * Standard Webhooks signature too: the string signed, the signature each secret gives, the ones
+ * listed, and the timestamp's distance from the clock.
  *
  * @example
  * ```ts
@@ -57,7 +83,16 @@ const CONTEXT = 24;
  * console.log(formatMismatch(explanation));
  * ```
  */
-export function explainChecksumMismatch(input: VerifyInput, options: VerifyOptions): ChecksumExplanation {
+export function explainChecksumMismatch(input: VerifyInput, options: ExplainOptions): ChecksumExplanation {
+  const explanation = explainChecksum(input, options);
+  if (!options.signature) return explanation;
+  const { headers, ...rest } = options.signature;
+  const body = input.rawBody ?? JSON.stringify(input.payload);
+  const signature = explainSignature(readSignatureHeaders(headers), body, rest);
+  return { ...explanation, ok: explanation.ok && signature.ok, signature };
+}
+
+function explainChecksum(input: VerifyInput, options: VerifyOptions): ChecksumExplanation {
   const mode = options.canonicalization ?? (input.rawBody !== undefined ? 'auto' : 'jcs');
   let envelope: ReturnType<typeof parseEnvelope>;
   try {
@@ -180,6 +215,7 @@ export function formatMismatch(explanation: ChecksumExplanation): string {
       lines.push(`  ${d.between[1]}: ${d.context[1]}`);
     }
   }
+  if (explanation.signature) lines.push('', ...formatSignature(explanation.signature));
   if (!explanation.ok) {
     lines.push('');
     lines.push(
@@ -187,4 +223,93 @@ export function formatMismatch(explanation: ChecksumExplanation): string {
     );
   }
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * For a human debugging a signature mismatch: the exact string signed (`id.timestamp.` and the
+ * body's first characters), the signature each configured secret gives, and the signatures
+ * the request lists. Secrets are named by index and their first characters only.
+ */
+export interface SignatureExplanation {
+  ok: boolean;
+  /** The string each secret signed: `id.timestamp.body`, the body cut to 120 characters. */
+  signedContent: string | undefined;
+  listed: string[];
+  secrets: { index: number; secretPrefix: string; expected: string; matches: boolean }[];
+  /** The timestamp's distance from the clock, in seconds, and whether it is within the tolerance. */
+  skewSeconds: number | undefined;
+  withinTolerance: boolean | undefined;
+  /** Why the headers could not be checked (missing or malformed). */
+  problem?: string;
+}
+
+/** Builds a {@link SignatureExplanation}; never throws on bad input. */
+export function explainSignature(
+  received: ReceivedSignature,
+  body: string | Uint8Array,
+  options: VerifySignatureOptions,
+): SignatureExplanation {
+  const { id, timestamp, signature } = received;
+  const listed = signature ? signature.split(' ').filter(Boolean) : [];
+  if (!id || !timestamp || !signature) {
+    return {
+      ok: false,
+      signedContent: undefined,
+      listed,
+      secrets: [],
+      skewSeconds: undefined,
+      withinTolerance: undefined,
+      problem: `missing header(s): ${[!id && 'webhook-id', !timestamp && 'webhook-timestamp', !signature && 'webhook-signature'].filter(Boolean).join(', ')}`,
+    };
+  }
+  const text = typeof body === 'string' ? body : Buffer.from(body).toString('utf8');
+  const skew = /^\d{1,12}$/.test(timestamp)
+    ? Math.round((options.now ?? Date.now()) / 1000 - Number(timestamp))
+    : undefined;
+  const tolerance = options.toleranceSeconds ?? DEFAULT_SIGNATURE_TOLERANCE_SECONDS;
+  const secrets: SignatureExplanation['secrets'] = [];
+  options.secrets.forEach((s, index) => {
+    let key: SigningKey;
+    try {
+      key = typeof s === 'string' ? parseSigningSecret(s) : s;
+    } catch {
+      secrets.push({ index, secretPrefix: '(invalid secret)', expected: '', matches: false });
+      return;
+    }
+    const expected = `v1,${signatureDigest(key.key, id, timestamp, body).toString('base64')}`;
+    secrets.push({
+      index,
+      secretPrefix: `${key.secret.slice(0, SIGNING_SECRET_PREFIX.length + 4)}...`,
+      expected,
+      matches: listed.includes(expected),
+    });
+  });
+  const withinTolerance = skew === undefined ? undefined : Math.abs(skew) <= tolerance;
+  return {
+    ok: withinTolerance === true && secrets.some((s) => s.matches),
+    signedContent: `${id}.${timestamp}.${text.length > 120 ? `${text.slice(0, 120)}...` : text}`,
+    listed,
+    secrets,
+    skewSeconds: skew,
+    withinTolerance,
+    ...(skew === undefined ? { problem: 'webhook-timestamp is not a whole number of seconds' } : {}),
+  };
+}
+
+function formatSignature(s: SignatureExplanation): string[] {
+  const lines = [s.ok ? 'The signature verifies.' : 'The signature does not verify.'];
+  if (s.problem) lines.push(`  ${s.problem}`);
+  if (s.signedContent !== undefined) lines.push(`  signed:   ${s.signedContent}`);
+  if (s.skewSeconds !== undefined) {
+    lines.push(
+      `  timestamp: ${s.skewSeconds} s from this clock (${s.withinTolerance ? 'within' : 'OUTSIDE'} the tolerance)`,
+    );
+  }
+  for (const listed of s.listed) lines.push(`  listed:   ${listed}`);
+  for (const secret of s.secrets) {
+    lines.push(
+      `  ${secret.matches ? 'MATCH' : 'no match'}  secret ${secret.index} (${secret.secretPrefix}) -> ${secret.expected}`,
+    );
+  }
+  return lines;
 }

@@ -65,8 +65,10 @@ export type {
   ChecksumAttempt,
   ChecksumCandidate,
   ChecksumExplanation,
+  ExplainOptions,
+  SignatureExplanation,
 } from './explain.js';
-export { explainChecksumMismatch, formatMismatch } from './explain.js';
+export { explainChecksumMismatch, explainSignature, formatMismatch } from './explain.js';
 export type { ClientIpInput, IpAllowList } from './ip.js';
 export { createIpAllowList, normalizeIp, resolveClientIp } from './ip.js';
 export type { LexicalOptions } from './lexical-canonical-json.js';
@@ -117,3 +119,21 @@ export type {
   RecoveredEvent,
   StoredEvent,
 } from './store/types.js';
+export type {
+  ReceivedSignature,
+  SignatureResult,
+  SigningKey,
+  SignWebhookInput,
+  VerifySignatureOptions,
+  WebhookSignatureHeaders,
+} from './webhook-signature.js';
+export {
+  DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
+  generateSigningSecret,
+  MIN_SIGNING_SECRET_BYTES,
+  parseSigningSecret,
+  readSignatureHeaders,
+  SIGNING_SECRET_PREFIX,
+  signWebhook,
+  verifyWebhookSignature,
+} from './webhook-signature.js';

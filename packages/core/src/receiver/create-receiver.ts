@@ -1,31 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { type ParsedEnvelope, parseEnvelope, type VerifyResult, verifyEnvelope } from '../checksum.js';
 import { isPayhookError, PayhookError } from '../errors.js';
-import { createIpAllowList, type IpAllowList, normalizeIp, resolveClientIp } from '../ip.js';
-import { DEFAULT_MAX_DEPTH } from '../lexical-canonical-json.js';
-import { createMemoryStore } from '../store/memory-store.js';
+import { normalizeIp, resolveClientIp } from '../ip.js';
 import type { IdempotencyStore } from '../store/types.js';
 import { isJsonContentType } from './content-type.js';
-import { stderrLogger } from './logger.js';
-import { resolveMaxDrainBytes, tooLarge } from './read-body.js';
-import { resolveRetry } from './retry.js';
+import { resolveReceiverOptions } from './options.js';
+import { tooLarge } from './read-body.js';
 import type { ErrorInfo, EventHandler, Receiver, ReceiverOptions, ReceiverResult } from './types.js';
 import { createWorkQueue, type HandlerRegistry, type Job } from './work-queue.js';
-
-const DEFAULT_MAX_BODY = 1024 * 1024;
-/** Defaults of the bound on acknowledged-but-unfinished work (docs/decisions.md, "Back-pressure"). */
-export const DEFAULT_MAX_QUEUED_EVENTS = 1000;
-export const DEFAULT_MAX_QUEUED_BYTES = 16 * 1024 * 1024;
-
-function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) {
-    throw new TypeError(
-      `Invalid ${name}: ${String(value)} (expected a ${allowZero ? 'non-negative' : 'positive'} number).`,
-    );
-  }
-  return value;
-}
 
 /**
  * Creates a receiver: the pipeline every adapter shares. It checks the client address, the
@@ -42,48 +23,29 @@ function positive(name: string, value: number | undefined, fallback: number, all
  * app.use('/webhooks', payhook(receiver)); // @payhook/express
  * ```
  */
+export { DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_EVENTS } from './options.js';
+
 export function createReceiver(options: ReceiverOptions): Receiver {
-  if (options === null || typeof options !== 'object')
-    throw new TypeError('createReceiver needs an options object.');
-  const businessIds =
-    typeof options.businessIds === 'string' ? [options.businessIds] : [...(options.businessIds ?? [])];
-  if (businessIds.length === 0 || businessIds.some((id) => typeof id !== 'string' || id.length === 0)) {
-    throw new TypeError(
-      `Invalid businessIds: ${JSON.stringify(options.businessIds)} (expected one or more non-empty strings).`,
-    );
-  }
-  let allowList: IpAllowList | undefined;
-  if (options.allowAnyIp === true) {
-    if (options.allowedIps !== undefined)
-      throw new TypeError('Give allowedIps or allowAnyIp: true, not both.');
-  } else {
-    if (!Array.isArray(options.allowedIps)) {
-      throw new TypeError(
-        'Invalid allowedIps: a receiver needs the addresses events come from (allowedIps), or an explicit allowAnyIp: true. The checksum key is the business id, which is not a strong secret, so the allow-list is part of authenticity.',
-      );
-    }
-    allowList = createIpAllowList(options.allowedIps);
-  }
-  const trustedProxies = options.trustedProxies ? createIpAllowList(options.trustedProxies) : undefined;
-  const canonicalization = options.canonicalization;
-  if (canonicalization !== undefined && !['auto', 'jcs', 'lexical'].includes(canonicalization)) {
-    throw new TypeError(
-      `Invalid canonicalization: ${String(canonicalization)} (expected "auto", "jcs" or "lexical").`,
-    );
-  }
-  const maxBodyBytes = positive('maxBodyBytes', options.maxBodyBytes, DEFAULT_MAX_BODY);
-  const maxDrainBytes = resolveMaxDrainBytes(options.maxDrainBytes, maxBodyBytes);
-  const maxDepth = positive('maxDepth', options.maxDepth, DEFAULT_MAX_DEPTH);
-  const store = options.store ?? createMemoryStore();
-  const leaseMs = positive('leaseMs', options.leaseMs ?? store.leaseMs, 30_000);
-  const recoveryIntervalMs = positive('recoveryIntervalMs', options.recoveryIntervalMs, 10_000, true);
-  const concurrency = positive('concurrency', options.concurrency, 10);
-  const handlerTimeoutMs = positive('handlerTimeoutMs', options.handlerTimeoutMs, 30_000);
-  const retry = resolveRetry(options.retry);
-  const maxQueuedEvents = positive('maxQueuedEvents', options.maxQueuedEvents, DEFAULT_MAX_QUEUED_EVENTS);
-  const maxQueuedBytes = positive('maxQueuedBytes', options.maxQueuedBytes, DEFAULT_MAX_QUEUED_BYTES);
-  const logger = options.logger ?? stderrLogger;
-  const instanceId = options.instanceId ?? randomUUID();
+  const {
+    businessIds,
+    allowList,
+    trustedProxies,
+    canonicalization,
+    checkSignature,
+    maxBodyBytes,
+    maxDrainBytes,
+    maxDepth,
+    store,
+    leaseMs,
+    recoveryIntervalMs,
+    concurrency,
+    handlerTimeoutMs,
+    retry,
+    maxQueuedEvents,
+    maxQueuedBytes,
+    logger,
+    instanceId,
+  } = resolveReceiverOptions(options);
 
   const registry: HandlerRegistry = { byName: new Map(), any: [], unrecognized: [], deadLetter: [] };
   const errorHandlers: ((error: unknown, info: ErrorInfo) => void)[] = [];
@@ -139,6 +101,12 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     body: error.toJSON() as unknown as Record<string, unknown>,
     headers,
   });
+
+  /** Refuses a request that failed authentication (signature or checksum), with a warning. */
+  const refuseEvent = (error: PayhookError, clientIp: string | undefined): ReceiverResult => {
+    logger.warn({ code: error.code, ip: normalizeIp(clientIp) }, `payhook: event refused: ${error.message}`);
+    return refuse(error);
+  };
 
   let recoveryTimer: NodeJS.Timeout | undefined;
   const runRecovery = () => {
@@ -263,6 +231,11 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           'payhook: a body parser ran before the webhook handler, so only RFC 8785 canonicalization applies and duplicate keys go unseen; mount payhook before the body parser for full protection',
         );
       }
+      const unsigned = checkSignature(
+        request,
+        rawBody !== undefined ? { rawBody } : { parsedBody: request.parsedBody },
+      );
+      if (unsigned) return refuseEvent(unsigned, clientIp);
       // parseEnvelope and verifyEnvelope are verifyChecksum in two steps, so that the body's text,
       // decoded once, is also what the store keeps.
       let envelope: ParsedEnvelope | undefined;
@@ -285,13 +258,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
             : new PayhookError('malformed_payload', 'The body could not be read.', { cause: error }),
         };
       }
-      if (!verified.ok) {
-        logger.warn(
-          { code: verified.error.code, ip: normalizeIp(clientIp) },
-          `payhook: event refused: ${verified.error.message}`,
-        );
-        return refuse(verified.error);
-      }
+      if (!verified.ok) return refuseEvent(verified.error, clientIp);
       const key = `${verified.businessId}:${verified.payload.checksum.toLowerCase()}`;
       // The body as received, so another instance processes the very bytes that were verified.
       const payload = envelope?.text ?? JSON.stringify(verified.payload);

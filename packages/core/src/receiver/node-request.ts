@@ -54,6 +54,7 @@ export function createNodeRequest<T>(
       remoteAddress: req.socket.remoteAddress,
       clientIp: clientIp(from),
       forwardedFor: headers['x-forwarded-for'],
+      headers,
       rawBody,
       parsedBody:
         rawBody === undefined && consumed && parsedBody !== undefined ? parsedBody(from) : undefined,

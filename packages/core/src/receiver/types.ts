@@ -17,6 +17,20 @@ export interface ReceiverOptions {
    * one from the right that is not a trusted proxy. Without it, the framework's own client address.
    */
   trustedProxies?: readonly string[];
+  /**
+   * Standard Webhooks secrets (`whsec_...`) this receiver verifies `webhook-signature` with; during
+   * a rotation, the new one and the previous one. With secrets, a signed request must carry a
+   * valid signature with a timestamp within the tolerance, and its checksum must verify too.
+   */
+  signingSecrets?: readonly string[];
+  /**
+   * Refuse requests without signature headers (401 `signature_required`). Default false: unsigned
+   * requests are still verified by their checksum alone, so a receiver can take signatures before
+   * every sender sends them (verify if present, then require).
+   */
+  requireSignature?: boolean;
+  /** Largest distance between `webhook-timestamp` and this receiver's clock, either way (default 300 s). */
+  signatureToleranceSeconds?: number;
   /** Default `auto` with a raw body; a parsed body (a body parser ran first) always uses `jcs`. */
   canonicalization?: Canonicalization;
   /** Largest body accepted, in bytes (default 1 MiB). */
@@ -73,6 +87,11 @@ export interface ReceiverRequest {
    * follow its trust-proxy setting). Used unless the receiver has `trustedProxies`.
    */
   clientIp?: string | undefined;
+  /**
+   * The request's headers, lower-case names (Node's `req.headers`); the receiver reads the
+   * Standard Webhooks ones (`webhook-id`, `webhook-timestamp`, `webhook-signature`).
+   */
+  headers?: Readonly<Record<string, string | readonly string[] | undefined>>;
   /** X-Forwarded-For, used only with `trustedProxies`. */
   forwardedFor?: string | readonly string[] | undefined;
   /** The body as received (preferred: enables lexical canonicalization and duplicate-key checks). */

@@ -2,6 +2,7 @@ import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { computeChecksum, type SignedPayload } from '../checksum.js';
 import type { Payment, PaymentMethod } from '../events/schemas.js';
 import type { KnownEventMap, KnownEventName } from '../events/types.js';
+import { signWebhook, type WebhookSignatureHeaders } from '../webhook-signature.js';
 
 /**
  * Signs an event the way the service does: `{ event, data, checksum }` with the checksum of
@@ -159,6 +160,48 @@ export function createTestEvent<Name extends KnownEventName>(
     createTestPayment({ ...STATUS[name], ...overrides }),
     businessId,
   ) as unknown as KnownEventMap[Name];
+}
+
+/** Options of {@link createTestRequest}. */
+export interface TestRequestOptions {
+  /** Signing secrets (`whsec_...`) to sign with; without any, no signature headers. */
+  secrets?: readonly string[];
+  /** The `webhook-id` (default: a random UUID, as the sender's event ids). */
+  id?: string;
+  /** The `webhook-timestamp`, in seconds (default now): set it to test the tolerance. */
+  timestamp?: number;
+}
+
+/** A request as the sender makes it: the exact body and its headers. */
+export interface TestRequest {
+  body: string;
+  headers: { 'content-type': 'application/json' } & Partial<WebhookSignatureHeaders>;
+}
+
+/**
+ * The request the sender would make for a signed event: its body (the payload as JSON, or the text
+ * given as it is) with the checksum inside, and, given secrets, the Standard Webhooks headers.
+ *
+ * @example
+ * ```ts
+ * const { body, headers } = createTestRequest(createTestEvent('payment.session.succeeded', businessId), {
+ *   secrets: [process.env.WEBHOOK_SECRET!],
+ * });
+ * await request(app).post('/webhooks').set(headers).send(body).expect(200);
+ * ```
+ */
+export function createTestRequest(payload: unknown, options: TestRequestOptions = {}): TestRequest {
+  const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
+  const signature =
+    options.secrets && options.secrets.length > 0
+      ? signWebhook({
+          id: options.id ?? randomUUID(),
+          body,
+          secrets: options.secrets,
+          ...(options.timestamp === undefined ? {} : { timestamp: options.timestamp }),
+        })
+      : {};
+  return { body, headers: { 'content-type': 'application/json', ...signature } };
 }
 
 export {

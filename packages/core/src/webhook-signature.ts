@@ -1,0 +1,239 @@
+// Standard Webhooks signatures (https://www.standardwebhooks.com): beside the service's checksum,
+// a signature keyed by a strong per-business secret, over the event's id, a timestamp and the exact
+// body bytes. docs/decisions.md, "Signatures beside the checksum".
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { PayhookError } from './errors.js';
+
+/** The prefix of a signing secret; the rest is the key in base64. */
+export const SIGNING_SECRET_PREFIX = 'whsec_';
+/** The fewest key bytes a signing secret may have (Svix's secrets have 24). */
+export const MIN_SIGNING_SECRET_BYTES = 24;
+/** How far a signature's timestamp may be from the receiver's clock, either way (default 5 minutes). */
+export const DEFAULT_SIGNATURE_TOLERANCE_SECONDS = 300;
+
+/** The three Standard Webhooks headers, lower-case as Node gives them. */
+export interface WebhookSignatureHeaders {
+  'webhook-id': string;
+  'webhook-timestamp': string;
+  'webhook-signature': string;
+}
+
+/** The signature headers of a request as received: any may be missing. */
+export interface ReceivedSignature {
+  id: string | undefined;
+  timestamp: string | undefined;
+  signature: string | undefined;
+}
+
+/** A secret as a receiver or sender holds it: its text and its key bytes. */
+export interface SigningKey {
+  /** The secret as configured (`whsec_...`). */
+  secret: string;
+  key: Buffer;
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * Reads a `whsec_` secret into its key bytes; throws a TypeError naming what is wrong (never the
+ * secret itself). The base64 is standard (`+/`, padded or not), as Standard Webhooks and Svix write it.
+ *
+ * @example
+ * ```ts
+ * const key = parseSigningSecret(process.env.WEBHOOK_SECRET!); // 24+ bytes
+ * ```
+ */
+export function parseSigningSecret(secret: string): SigningKey {
+  if (typeof secret !== 'string' || !secret.startsWith(SIGNING_SECRET_PREFIX)) {
+    throw new TypeError(
+      `Invalid signing secret: expected "${SIGNING_SECRET_PREFIX}" followed by base64 (as the sender shows it).`,
+    );
+  }
+  const encoded = secret.slice(SIGNING_SECRET_PREFIX.length);
+  if (encoded.length % 4 === 1 || !BASE64.test(encoded)) {
+    throw new TypeError(`Invalid signing secret: the part after "${SIGNING_SECRET_PREFIX}" is not base64.`);
+  }
+  const key = Buffer.from(encoded, 'base64');
+  if (key.length < MIN_SIGNING_SECRET_BYTES) {
+    throw new TypeError(
+      `Invalid signing secret: ${key.length} bytes of key, at least ${MIN_SIGNING_SECRET_BYTES} are needed.`,
+    );
+  }
+  return { secret, key };
+}
+
+/**
+ * A new signing secret: `whsec_` and the base64 of 32 random bytes.
+ *
+ * @example
+ * ```ts
+ * generateSigningSecret(); // 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw...'
+ * ```
+ */
+export function generateSigningSecret(bytes = 32): string {
+  if (!Number.isInteger(bytes) || bytes < MIN_SIGNING_SECRET_BYTES) {
+    throw new TypeError(`A signing secret needs at least ${MIN_SIGNING_SECRET_BYTES} bytes.`);
+  }
+  return SIGNING_SECRET_PREFIX + randomBytes(bytes).toString('base64');
+}
+
+const keysOf = (secrets: readonly (string | SigningKey)[]): SigningKey[] =>
+  secrets.map((s) => (typeof s === 'string' ? parseSigningSecret(s) : s));
+
+/** The HMAC-SHA256 of `id.timestamp.body` under `key`: the bytes a `v1,` signature carries. */
+export function signatureDigest(
+  key: Buffer,
+  id: string,
+  timestamp: string,
+  body: string | Uint8Array,
+): Buffer {
+  const hmac = createHmac('sha256', key);
+  if (typeof body === 'string') return hmac.update(`${id}.${timestamp}.${body}`, 'utf8').digest();
+  return hmac.update(`${id}.${timestamp}.`, 'utf8').update(body).digest();
+}
+
+/** Options of {@link signWebhook}. */
+export interface SignWebhookInput {
+  /** The event's id: the same for every attempt, so receivers can tell a retry. */
+  id: string;
+  /** The exact body bytes sent. */
+  body: string | Uint8Array;
+  /** Every secret to sign with (during a rotation, the new and the previous one). */
+  secrets: readonly (string | SigningKey)[];
+  /** Seconds since the epoch (default: now). */
+  timestamp?: number;
+}
+
+/**
+ * The Standard Webhooks headers of one request: `webhook-id`, `webhook-timestamp` and
+ * `webhook-signature` with one `v1,<base64>` per secret, space-separated. Costs one HMAC per secret.
+ *
+ * @example
+ * ```ts
+ * const headers = signWebhook({ id: event.id, body, secrets: ['whsec_...'] });
+ * await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+ * ```
+ */
+export function signWebhook(input: SignWebhookInput): WebhookSignatureHeaders {
+  const { id, body } = input;
+  if (typeof id !== 'string' || id.length === 0) {
+    throw new TypeError('Invalid webhook id: a non-empty string.');
+  }
+  const keys = keysOf(input.secrets);
+  if (keys.length === 0) throw new TypeError('signWebhook needs at least one secret.');
+  const timestamp = String(input.timestamp ?? Math.floor(Date.now() / 1000));
+  if (!/^\d{1,12}$/.test(timestamp)) throw new TypeError(`Invalid timestamp: ${timestamp} (whole seconds).`);
+  let signature = '';
+  for (const { key } of keys) {
+    signature += `${signature ? ' ' : ''}v1,${signatureDigest(key, id, timestamp, body).toString('base64')}`;
+  }
+  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signature };
+}
+
+type HeaderValue = string | readonly string[] | undefined;
+
+const single = (value: HeaderValue): string | undefined =>
+  typeof value === 'string' ? value : Array.isArray(value) ? (value as string[]).join(' ') : undefined;
+
+/**
+ * The signature headers of a request, from Node's lower-case header object. The `svix-` names
+ * are read when the `webhook-` ones are absent, as Svix's own libraries do.
+ */
+export function readSignatureHeaders(headers: Readonly<Record<string, HeaderValue>>): ReceivedSignature {
+  return {
+    id: single(headers['webhook-id'] ?? headers['svix-id']),
+    timestamp: single(headers['webhook-timestamp'] ?? headers['svix-timestamp']),
+    signature: single(headers['webhook-signature'] ?? headers['svix-signature']),
+  };
+}
+
+/** Options of {@link verifyWebhookSignature}. */
+export interface VerifySignatureOptions {
+  /** The secrets this receiver accepts (during a rotation, the new and the previous one). */
+  secrets: readonly (string | SigningKey)[];
+  /** Largest distance between the timestamp and `now`, either way, in seconds (default 300). */
+  toleranceSeconds?: number;
+  /** The receiver's clock, in ms (default `Date.now()`). */
+  now?: number;
+}
+
+/** What {@link verifyWebhookSignature} found. */
+export type SignatureResult =
+  | { ok: true; id: string; timestamp: number /** Which configured secret matched. */; secretIndex: number }
+  | { ok: false; error: PayhookError };
+
+const SIGNATURE_BYTES = 32;
+const fail = (code: 'invalid_signature' | 'signature_timestamp_out_of_tolerance', message: string) =>
+  ({ ok: false, error: new PayhookError(code, message) }) as const;
+
+/**
+ * The signatures a header lists, decoded: the `v1` ones of the right length, at most 16 (a
+ * header listing more is not from a sender with a few secrets in rotation).
+ */
+function listedSignatures(header: string): Buffer[] {
+  const out: Buffer[] = [];
+  for (const part of header.split(' ')) {
+    if (!part.startsWith('v1,')) continue;
+    const bytes = Buffer.from(part.slice(3), 'base64');
+    if (bytes.length === SIGNATURE_BYTES) out.push(bytes);
+    if (out.length === 16) break;
+  }
+  return out;
+}
+
+/**
+ * Verifies Standard Webhooks headers against the exact body: the timestamp within the tolerance
+ * (both directions), then every configured secret against every listed `v1` signature, compared
+ * in constant time. Missing headers are `invalid_signature` here; whether a request may come
+ * without them at all is the receiver's `requireSignature`.
+ *
+ * @example
+ * ```ts
+ * const result = verifyWebhookSignature(readSignatureHeaders(req.headers), rawBody, { secrets: ['whsec_...'] });
+ * if (!result.ok) return res.status(result.error.status).json(result.error);
+ * ```
+ */
+export function verifyWebhookSignature(
+  received: ReceivedSignature,
+  body: string | Uint8Array,
+  options: VerifySignatureOptions,
+): SignatureResult {
+  const { id, timestamp, signature } = received;
+  if (!id || !timestamp || !signature) {
+    return fail(
+      'invalid_signature',
+      'The signature headers are incomplete: webhook-id, webhook-timestamp and webhook-signature go together.',
+    );
+  }
+  if (!/^\d{1,12}$/.test(timestamp)) {
+    return fail('invalid_signature', 'webhook-timestamp is not a whole number of seconds.');
+  }
+  const tolerance = options.toleranceSeconds ?? DEFAULT_SIGNATURE_TOLERANCE_SECONDS;
+  const seconds = Number(timestamp);
+  const now = (options.now ?? Date.now()) / 1000;
+  if (Math.abs(now - seconds) > tolerance) {
+    return fail(
+      'signature_timestamp_out_of_tolerance',
+      `webhook-timestamp is ${Math.round(now - seconds)} s from this receiver's clock; at most ${tolerance} s either way is accepted (a replay, or a clock to set right).`,
+    );
+  }
+  const listed = listedSignatures(signature);
+  const keys = keysOf(options.secrets);
+  let matched = -1;
+  // Every pair is compared, so the time taken says nothing about which one matched.
+  for (let k = 0; k < keys.length; k++) {
+    const expected = signatureDigest((keys[k] as SigningKey).key, id, timestamp, body);
+    for (const candidate of listed) {
+      if (timingSafeEqual(expected, candidate) && matched < 0) matched = k;
+    }
+  }
+  if (matched < 0) {
+    return fail(
+      'invalid_signature',
+      listed.length === 0
+        ? 'webhook-signature lists no v1 signature.'
+        : 'No webhook-signature matches a configured signing secret.',
+    );
+  }
+  return { ok: true, id, timestamp: seconds, secretIndex: matched };
+}
