@@ -6,6 +6,7 @@ import { createDeliveryMetrics, type DeliveryMetrics } from './delivery/metrics.
 import { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
 import { buildApp } from './http/app.js';
 import type { Resolver } from './net/webhook-url.js';
+import { ensureSigningSecret } from './signing/secrets.js';
 import { expireSessions } from './sweeper.js';
 
 /** Options of {@link startSender}. */
@@ -56,6 +57,10 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
     (await openDatabase(config.databaseUrl ? { url: config.databaseUrl } : { dataDir: config.dataDir }));
   const ownDatabase = options.database === undefined;
   try {
+    // Every business of the configuration has its signing secret from the start.
+    for (const { businessId, mode } of config.apiKeys) {
+      await ensureSigningSecret(database.db, { businessId, mode });
+    }
     const metrics = createDeliveryMetrics(database);
     const app = await buildApp({
       database,

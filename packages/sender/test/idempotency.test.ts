@@ -359,6 +359,11 @@ describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeou
       payload: { since: '2020-01-01T00:00:00Z' },
       status: 202,
     }),
+    'POST /accounts/signing-secrets/rotate': async () => ({
+      path: '/accounts/signing-secrets/rotate',
+      payload: { overlap_seconds: 60 },
+      status: 200,
+    }),
   };
 
   it('covers every POST route: each stores its response in the transaction of its write (tested here)', () => {

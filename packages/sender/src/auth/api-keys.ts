@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { ConfiguredKey } from '../config.js';
 import type { Mode, Schema } from '../db/schema.js';
+import { ensureSigningSecret } from '../signing/secrets.js';
 
 /** Who a request acts for: one business in one mode. */
 export interface Principal {
@@ -16,7 +17,7 @@ export function hashKey(key: string): string {
 
 /**
  * Creates an API key for a business and mode, stores its hash, and returns the key: the only
- * time it is shown.
+ * time it is shown. A business's first key also makes its signing secret.
  *
  * @example
  * ```ts
@@ -34,6 +35,7 @@ export async function createApiKey(db: Kysely<Schema>, principal: Principal): Pr
       key_prefix: key.slice(0, 12),
     })
     .execute();
+  await ensureSigningSecret(db, principal);
   return key;
 }
 

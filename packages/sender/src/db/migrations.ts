@@ -214,6 +214,29 @@ const migrations: Record<string, Migration> = {
       await sql`alter table delivery_attempts drop constraint delivery_attempts_delivery_id_fkey`.execute(db);
     },
   },
+  '0009_signing_secrets': {
+    async up(db: Kysely<unknown>) {
+      // Standard Webhooks secrets: one current per business and mode (expires_at null), and the
+      // previous ones until the end of their rotation's overlap.
+      await db.schema
+        .createTable('signing_secrets')
+        .addColumn('id', 'uuid', (c) => c.primaryKey().defaultTo(sql`gen_random_uuid()`))
+        .addColumn('business_id', 'text', (c) => c.notNull())
+        .addColumn('mode', 'text', (c) => c.notNull().check(sql`mode in ('test', 'live')`))
+        .addColumn('secret', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+        .addColumn('expires_at', 'timestamptz')
+        .execute();
+      await sql`create unique index signing_secrets_current on signing_secrets (business_id, mode) where expires_at is null`.execute(
+        db,
+      );
+      await db.schema
+        .createIndex('signing_secrets_by_business')
+        .on('signing_secrets')
+        .columns(['business_id', 'mode', 'created_at desc'])
+        .execute();
+    },
+  },
 };
 
 /** The migrations, for Kysely's `Migrator`. */

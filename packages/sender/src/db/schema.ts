@@ -124,6 +124,18 @@ export interface IdempotencyKeysTable {
   created_at: ColumnType<Date, Date | undefined, Date>;
 }
 
+/** A Standard Webhooks signing secret of one business in one mode. */
+export interface SigningSecretsTable {
+  id: Generated<string>;
+  business_id: string;
+  mode: Mode;
+  /** `whsec_` and the base64 of 32 random bytes; kept as is, since every attempt signs with it. */
+  secret: string;
+  created_at: ColumnType<Date, Date | undefined, never>;
+  /** Null for the current secret; for a previous one, the end of its rotation's overlap. */
+  expires_at: Date | null;
+}
+
 /** The typed schema of the sender's database; migrations in `migrations.ts` create it. */
 export interface Schema {
   api_keys: ApiKeysTable;
@@ -135,4 +147,5 @@ export interface Schema {
   deliveries: DeliveriesTable;
   delivery_attempts: DeliveryAttemptsTable;
   idempotency_keys: IdempotencyKeysTable;
+  signing_secrets: SigningSecretsTable;
 }

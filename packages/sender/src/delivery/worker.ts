@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Database } from '../db/database.js';
 import type { Resolver } from '../net/webhook-url.js';
+import { signingKeyring } from '../signing/keyring.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
 import { type Claim, claimDeliveries, releaseClaims, renewLeases, WAKE_CHANNEL } from './delivery-state.js';
@@ -112,6 +113,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const client =
     options.client ?? createDeliveryClient({ resolve: options.resolve, allowPrivate: options.allowPrivate });
   const record = createAttemptRecorder({ database, now, random, logger: log });
+  const keyring = signingKeyring(database);
 
   let mode: WorkerMode = 'idle';
   /** True in `idle` and `running`: the worker claims, starts attempts and wakes itself. */
@@ -186,13 +188,21 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
 
   /** Sends one attempt; resolves with its outcome once the response is read (before it is recorded). */
   async function send(claim: Claim): Promise<{ startedAt: Date; outcome: AttemptOutcome }> {
+    // Standard Webhooks headers: the same webhook-id at every attempt, a fresh timestamp and
+    // signature each time. The body stays exactly as written, checksum included.
+    const signature = await keyring.sign(
+      { businessId: claim.business_id, mode: claim.mode },
+      claim.event_id,
+      claim.payload,
+    );
     const startedAt = now();
     const t0 = performance.now();
     const outcome = await client.send({
       url: claim.url,
       body: claim.payload,
-      // For the receiver's logs only: not signed, never trusted for security (DESIGN.md).
       headers: {
+        ...signature,
+        // For the receiver's logs only: not signed, never trusted for security (DESIGN.md).
         'payhook-event-id': claim.event_id,
         'payhook-delivery-id': claim.id,
         'payhook-attempt': String(claim.attempts + 1),

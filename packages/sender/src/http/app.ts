@@ -19,6 +19,7 @@ import { inspectionError, inspectJson } from './json-body.js';
 import { paymentRoutes } from './payments.js';
 import { sessionRoutes } from './sessions.js';
 import { settingsRoutes } from './settings.js';
+import { signingSecretRoutes } from './signing-secrets.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,8 +39,8 @@ export interface AppOptions {
    * (default: new metrics, whose queue gauges still read the shared database).
    */
   metrics?: DeliveryMetrics;
-  /** Fastify's logger option (default: pino at `config.logLevel`). */
-  logger?: boolean | { level: string };
+  /** Fastify's logger option (default: pino at `config.logLevel`, on stdout; `stream` writes elsewhere). */
+  logger?: boolean | { level: string; stream?: { write(line: string): void } };
 }
 
 const PUBLIC_PATHS = new Set(['/healthz', '/openapi.json', '/docs', '/metrics']);
@@ -208,6 +209,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     return metrics.registry.metrics();
   });
   await app.register(settingsRoutes, { database, config, resolve: options.resolve });
+  await app.register(signingSecretRoutes, { database });
   await app.register(customerRoutes, { database });
   await app.register(beneficiaryRoutes, { database });
   await app.register(paymentRoutes, { database, config });

@@ -1,6 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { PREPARE } from '../../db/database.js';
-import type { Schema } from '../../db/schema.js';
+import type { Mode, Schema } from '../../db/schema.js';
 
 /** A claimed delivery, with what its attempt sends. */
 export interface Claim {
@@ -14,6 +14,9 @@ export interface Claim {
   first_attempt_at: Date | null;
   /** The event's signed bytes. */
   payload: string;
+  /** The business and mode of the event, whose secrets sign the attempt. */
+  business_id: string;
+  mode: Mode;
 }
 
 /** What {@link claimDeliveries} takes. */
@@ -94,7 +97,7 @@ export async function claimDeliveries(
     set claim_token = gen_random_uuid(), next_attempt_at = ${leaseEnd}
     from due, events e
     where d.id = due.id and e.id = d.event_id
-    returning d.id, d.claim_token as token, d.event_id, d.url, d.attempts, d.first_attempt_at, e.payload`.execute(
+    returning d.id, d.claim_token as token, d.event_id, d.url, d.attempts, d.first_attempt_at, e.payload, e.business_id, e.mode`.execute(
     db,
   );
   return result.rows;

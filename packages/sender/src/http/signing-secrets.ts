@@ -1,0 +1,99 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { type Static, Type } from 'typebox';
+import type { Database } from '../db/database.js';
+import { signingKeyring } from '../signing/keyring.js';
+import {
+  DEFAULT_ROTATION_OVERLAP_SECONDS,
+  listSigningSecrets,
+  MAX_ROTATION_OVERLAP_SECONDS,
+  rotateSigningSecret,
+} from '../signing/secrets.js';
+import { responseStored, storeResponse } from './idempotency.js';
+
+const SigningSecret = Type.Object(
+  {
+    secret: Type.String({ pattern: '^whsec_', description: 'Give it to the receiver: `whsec_` + base64.' }),
+    current: Type.Boolean({ description: 'The secret new receivers should be given.' }),
+    created_at: Type.String({ format: 'date-time' }),
+    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'When a previous secret stops being signed with and accepted; null for the current one.',
+    }),
+  },
+  { title: 'SigningSecret' },
+);
+
+const SigningSecrets = Type.Object(
+  { data: Type.Array(SigningSecret, { description: 'The current secret first, then previous ones.' }) },
+  { title: 'SigningSecrets' },
+);
+
+const RotateBody = Type.Union(
+  [
+    Type.Object(
+      {
+        overlap_seconds: Type.Optional(
+          Type.Integer({
+            minimum: 0,
+            maximum: MAX_ROTATION_OVERLAP_SECONDS,
+            description: `How long the previous secret is still signed with and accepted (default ${DEFAULT_ROTATION_OVERLAP_SECONDS}, 24 hours; 0 ends it now, for a secret that leaked).`,
+          }),
+        ),
+      },
+      { additionalProperties: false, title: 'SigningSecretRotation' },
+    ),
+    Type.Null(),
+  ],
+  { description: 'Optional.' },
+);
+
+const DESCRIPTION =
+  'Every delivery attempt carries Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) signed with each valid secret of the business in this mode. Secrets are shown only to their own business.';
+
+/**
+ * `GET /accounts/signing-secrets` and `POST /accounts/signing-secrets/rotate`: the Standard
+ * Webhooks secrets of the key's business and mode (docs/decisions.md, "Signatures beside the
+ * checksum").
+ */
+export const signingSecretRoutes: FastifyPluginAsync<{ database: Database }> = async (app, { database }) => {
+  const { db } = database;
+
+  app.get(
+    '/accounts/signing-secrets',
+    {
+      schema: {
+        summary: 'The signing secrets of this business (current first)',
+        description: DESCRIPTION,
+        response: { 200: SigningSecrets },
+      },
+    },
+    async (request, reply) => {
+      reply.header('cache-control', 'no-store');
+      return { data: await listSigningSecrets(db, request.principal) };
+    },
+  );
+
+  app.post<{ Body: Static<typeof RotateBody> | undefined }>(
+    '/accounts/signing-secrets/rotate',
+    {
+      schema: {
+        summary: 'Rotate the signing secret: a new one becomes current, the previous one overlaps',
+        description: `${DESCRIPTION} During the overlap every attempt carries one signature per valid secret, space-separated, so receivers holding either secret accept it. At most 5 secrets are valid at once.`,
+        body: RotateBody,
+        response: { 200: SigningSecrets },
+      },
+    },
+    async (request, reply) => {
+      const overlap = request.body?.overlap_seconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
+      reply.header('cache-control', 'no-store');
+      const response = await db.transaction().execute(async (tx) => {
+        await rotateSigningSecret(tx, request.principal, overlap);
+        const response = { data: await listSigningSecrets(tx, request.principal) };
+        await storeResponse(tx, request, reply, 200, response);
+        return response;
+      });
+      responseStored(request, 200);
+      signingKeyring(database).invalidate(request.principal);
+      return response;
+    },
+  );
+};
