@@ -18,6 +18,7 @@ import { createTestEvent, signEvent } from '@payhook/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { oversizedBody, writeThenRead } from '../support/raw-http.js';
 import { describeFrameworkErrors } from './framework-errors.js';
+import { describeSignatureRows } from './signature-rows.js';
 
 /** A running app with the adapter mounted at /webhooks. */
 export interface RunningApp {
@@ -543,6 +544,8 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
         await closed;
         expect(seen.events).toHaveLength(10);
       });
+
+      describeSignatureRows(BUSINESS_ID, setup);
 
       if (!bodyParser || harness.parserKeepsRawBody) {
         it('refuses duplicate keys with 400', async () => {
