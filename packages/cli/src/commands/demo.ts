@@ -5,8 +5,8 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createReceiver, silentLogger } from '@payhook/core';
-import { createTestEvent } from '@payhook/core/testing';
+import { createReceiver, generateSigningSecret, silentLogger } from '@payhook/core';
+import { createTestEvent, createTestRequest } from '@payhook/core/testing';
 import { payhook } from '@payhook/express';
 import { loadConfig, openDatabase, startSender } from '@payhook/sender';
 import express from 'express';
@@ -73,11 +73,47 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), 'payhook-demo-'));
   const closers: (() => Promise<void>)[] = [() => rm(dir, { recursive: true, force: true })];
   try {
-    // The receiver: what a merchant runs. Only authentic events reach the handlers.
-    // The demo prints what happens itself; the forged event it sends is refused on purpose.
+    // The sender, on its own temporary PGlite directory; no variable of the shell reaches it.
+    const database = await openDatabase({ dataDir: join(dir, 'data') });
+    closers.unshift(() => database.close());
+    const sender = await startSender({
+      config: loadConfig({
+        PORT: '0',
+        PAYHOOK_API_KEYS: `${apiKey}:${businessId}:test`,
+        // The receiver listens on loopback: a development setting, never for production.
+        PAYHOOK_ALLOW_PRIVATE_WEBHOOKS: '1',
+      }),
+      database,
+      logger: false,
+    });
+    closers.unshift(() => sender.close());
+    const request = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${sender.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const parsed = (await res.json()) as Page & { error?: { code: string; message: string } };
+      if (res.status >= 300)
+        throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(parsed.error)}`);
+      return parsed;
+    };
+    const api = async (method: string, path: string, body?: unknown) =>
+      (await request(method, path, body)).data as Record<string, unknown>;
+
+    // The receiver: what a merchant runs, with the business id and the signing secret the sender
+    // shows. Only authentic events reach the handlers: the checksum and the Standard Webhooks
+    // signature must both verify. The demo prints what happens itself; the forged events it
+    // sends are refused on purpose.
+    const { data: secrets } = (await request('GET', '/accounts/signing-secrets')) as unknown as {
+      data: { secret: string }[];
+    };
+    const signingSecret = secrets[0]?.secret as string;
     const receiver = createReceiver({
       businessIds: [businessId],
       allowedIps: ['127.0.0.1', '::1'],
+      signingSecrets: [signingSecret],
+      requireSignature: true,
       logger: silentLogger,
     });
     const handled = new Map<string, number>();
@@ -118,37 +154,11 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
     });
     const receiverUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks/`;
 
-    // The sender, on its own temporary PGlite directory; no variable of the shell reaches it.
-    const database = await openDatabase({ dataDir: join(dir, 'data') });
-    closers.unshift(() => database.close());
-    const sender = await startSender({
-      config: loadConfig({
-        PORT: '0',
-        PAYHOOK_API_KEYS: `${apiKey}:${businessId}:test`,
-        // The receiver listens on loopback: a development setting, never for production.
-        PAYHOOK_ALLOW_PRIVATE_WEBHOOKS: '1',
-      }),
-      database,
-      logger: false,
-    });
-    closers.unshift(() => sender.close());
-    const request = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${sender.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const parsed = (await res.json()) as Page & { error?: { code: string; message: string } };
-      if (res.status >= 300)
-        throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(parsed.error)}`);
-      return parsed;
-    };
-    const api = async (method: string, path: string, body?: unknown) =>
-      (await request(method, path, body)).data as Record<string, unknown>;
-
     say(c.bold('payhook demo'));
     say(`  sender    ${sender.url} ${c.dim('(PGlite in a temporary directory)')}`);
-    say(`  receiver  ${receiverUrl} ${c.dim('(Express, memory store)')}`);
+    say(
+      `  receiver  ${receiverUrl} ${c.dim('(Express, memory store, checksum + Standard Webhooks signature)')}`,
+    );
     say(`  business  ${businessId}\n`);
 
     await api('PATCH', '/accounts/settings', { webhook_urls: [receiverUrl] });
@@ -206,16 +216,24 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
 
-    // A forged event: signed with another business's id, refused before any handler runs.
-    const forged = createTestEvent('payment.session.succeeded', 'not-the-business-id', { method: 'card' });
-    const refused = await fetch(receiverUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(forged),
-    });
-    say(
-      `  ${refused.status === 401 ? c.green('✓') : c.red('✗')} a forged event is refused: ${refused.status} ${((await refused.json()) as { error: { code: string } }).error.code}`,
-    );
+    // Forged events, from someone who knows the business id (it is no secret) but not the signing
+    // secret: a valid checksum without a signature, and one signed with a made-up secret.
+    const forged = createTestEvent('payment.session.succeeded', businessId, { method: 'card' });
+    const forgeries = [
+      { label: 'a forged event without a signature', secrets: [] as string[] },
+      { label: 'a forged event signed with a guessed secret', secrets: [generateSigningSecret()] },
+    ];
+    const refusals: { status: number; code: string }[] = [];
+    for (const forgery of forgeries) {
+      const { body, headers } = createTestRequest(forged, { secrets: forgery.secrets });
+      const res = await fetch(receiverUrl, { method: 'POST', headers, body });
+      const code = ((await res.json()) as { error?: { code: string } }).error?.code ?? 'none';
+      refusals.push({ status: res.status, code });
+      say(
+        `  ${res.status === 401 ? c.green('✓') : c.red('✗')} ${forgery.label} is refused: ${res.status} ${code}`,
+      );
+    }
+    const refused = refusals.filter((r) => r.status === 401).length;
 
     // Let the receiver finish what it acknowledged, so a late duplicate would show.
     await receiver.close();
@@ -237,7 +255,9 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
     for (const key of handled.keys()) if (!expected.has(key)) problems.push(`${key}: handled but not sent`);
     if (events.length !== METHODS.length * 2)
       problems.push(`${events.length} events sent, ${METHODS.length * 2} expected`);
-    if (refused.status !== 401) problems.push(`a forged event was answered ${refused.status}, not 401`);
+    for (const r of refusals) {
+      if (r.status !== 401) problems.push(`a forged event was answered ${r.status}, not 401`);
+    }
     const summary = {
       ok: problems.length === 0,
       events: events.length,
@@ -246,7 +266,7 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
       handled: [...handled.values()].reduce((a, b) => a + b, 0),
       retried,
       attempts,
-      forgedRefused: refused.status === 401,
+      forgedRefused: refused === forgeries.length,
       problems,
     };
     if (json) {
@@ -261,7 +281,7 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
           String(events.filter((e) => handled.get(`${e.type} ${e.payment_id}`) === 1).length),
         ],
         ['retried', `${summary.retried} (${summary.attempts} attempts in all)`],
-        ['forged events refused', summary.forgedRefused ? '1 of 1' : '0 of 1'],
+        ['forged events refused', `${refused} of ${forgeries.length}`],
       ];
       say('');
       for (const [label, value] of rows) say(`  ${label.padEnd(28)} ${value}`);
