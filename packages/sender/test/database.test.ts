@@ -22,6 +22,7 @@ const MIGRATIONS = [
   '0006_idempotency_keys',
   '0007_delivery',
   '0008_attempt_key',
+  '0009_signing_secrets',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];

@@ -238,7 +238,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         return record(claim, startedAt, outcome);
       })
       .catch((error: unknown) =>
-        log.error({ err: error, delivery: claim.id }, 'recording a delivery attempt failed'),
+        // Reading the signing secrets or recording the attempt failed: the claim's lease ends
+        // and the delivery is attempted again.
+        log.error({ err: error, delivery: claim.id }, 'a delivery attempt could not be signed or recorded'),
       )
       .finally(() => {
         if (!freed) freeSlot(claim);
