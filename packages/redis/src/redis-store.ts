@@ -1,38 +1,29 @@
+import { type IdempotencyStore, type RecoveredEvent, type StoredEvent, stderrLogger } from '@payhook/core';
+import { type Cluster, Redis, type RedisOptions } from 'ioredis';
+import { clusterReady, isCluster, isRedirection, keySlot, masterOf } from './cluster.js';
 import {
-  DEFAULT_RETENTION_MS,
-  type IdempotencyStore,
-  type RecoveredEvent,
-  type StoredEvent,
-} from '@payhook/core';
-import { Redis, type RedisOptions } from 'ioredis';
-import { keyNames, tagKeys, tagsKey } from './keys.js';
-import { CLAIM, COMPLETE, FAIL, RECOVER, RENEW } from './scripts.js';
-
-/** Options of {@link createRedisStore}. */
-export interface RedisStoreOptions {
-  /** An ioredis client (never closed by the store) or a URL (the store's own client, closed by `close()`). */
-  redis: Redis | string;
-  /** Prefix of every key (default `payhook`); give each environment its own. */
-  prefix?: string;
-  /** How long finished and failed events are kept, in ms (default 7 days): duplicates and replays within it are refused. */
-  retentionMs?: number;
-  /**
-   * Lease on an event being processed, for receivers that set none (default 30 s): an event whose
-   * owner died is recovered by another instance this long after its last renewal.
-   */
-  leaseMs?: number;
-  /** Time allowed to each command, in ms (default 1000); past it the store is unavailable and the receiver answers 503. */
-  commandTimeoutMs?: number;
-  /** Extra options for the client the store creates from a URL. */
-  redisOptions?: RedisOptions;
-}
+  createReplicaWaiter,
+  persistenceSubject,
+  type RedisPersistence,
+  readClusterPersistence,
+  readPersistence,
+  reportPersistence,
+} from './durability.js';
+import { type KeyNames, keyNames, tagKeys, tagsKey } from './keys.js';
+import { type RedisStoreOptions, resolveOptions } from './options.js';
+import { type ClaimReply, defineScripts, SCRIPTS, type ScriptCommands } from './scripts.js';
 
 /** The Redis store, with the counters the benchmark reads. */
-export interface RedisStore extends IdempotencyStore {
+export interface RedisStore<Client extends Redis | Cluster = Redis> extends IdempotencyStore {
   /** The client the store uses. */
-  readonly redis: Redis;
+  readonly redis: Client;
   /** Commands sent so far (each one round trip). */
   readonly commandCount: number;
+  /**
+   * The server's persistence settings, as read at start (undefined with `checkPersistence: false`):
+   * whether an acknowledged event survives a Redis restart.
+   */
+  readonly persistence: Promise<RedisPersistence> | undefined;
 }
 
 /**
@@ -53,25 +44,13 @@ export class StoreTimeoutError extends Error {
   }
 }
 
-type ScriptCommands = {
-  payhookClaim(
-    e: string,
-    l: string,
-    ...args: (string | number)[]
-  ): Promise<[string, string, (number | string)?]>;
-  payhookRenew(e: string, l: string, ...args: (string | number)[]): Promise<number>;
-  payhookComplete(e: string, l: string, ...args: (string | number)[]): Promise<number>;
-  payhookFail(e: string, l: string, ...args: (string | number)[]): Promise<number>;
-  payhookRecover(l: string, ...args: (string | number)[]): Promise<(string | number)[]>;
-};
-
 /**
  * An idempotency store and durable inbox in Redis, shared by every receiver instance: an event is
  * claimed atomically (with its verified payload, before the 200 is sent), its lease renewed while
  * its handler runs, and a tombstone kept after it is done; an event whose owner died is claimed
  * again by whichever instance recovers it. Each operation is one round trip (a Lua script), every
  * command has a timeout, and the keys of one business share a hash tag, so it runs on Redis
- * Cluster too.
+ * Cluster too: pass a `Cluster` client.
  *
  * @example
  * ```ts
@@ -83,25 +62,12 @@ type ScriptCommands = {
  * const receiver = createReceiver({ businessIds: [process.env.BUSINESS_ID!], allowedIps: ['203.0.113.10'], store });
  * ```
  */
-export function createRedisStore(options: RedisStoreOptions): RedisStore {
-  const prefix = options.prefix ?? 'payhook';
-  if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
-    throw new TypeError(`Invalid prefix: ${JSON.stringify(prefix)} (a non-empty string without braces).`);
-  }
-  const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
-  if (!Number.isInteger(retentionMs) || retentionMs <= 0) {
-    throw new TypeError(`Invalid retentionMs: ${retentionMs} (expected a positive integer of milliseconds).`);
-  }
-  if (options.leaseMs !== undefined && (!Number.isFinite(options.leaseMs) || options.leaseMs <= 0)) {
-    throw new TypeError(`Invalid leaseMs: ${options.leaseMs} (expected a positive number of milliseconds).`);
-  }
-  const timeoutMs = options.commandTimeoutMs ?? 1000;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-    throw new TypeError(
-      `Invalid commandTimeoutMs: ${timeoutMs} (expected a positive number of milliseconds).`,
-    );
-  }
-  let redis: Redis;
+export function createRedisStore(options: RedisStoreOptions & { redis: Cluster }): RedisStore<Cluster>;
+export function createRedisStore(options: RedisStoreOptions & { redis: Redis | string }): RedisStore<Redis>;
+export function createRedisStore(options: RedisStoreOptions): RedisStore<Redis | Cluster>;
+export function createRedisStore(options: RedisStoreOptions): RedisStore<Redis | Cluster> {
+  const { prefix, retentionMs, timeoutMs, durability, replicas, waitMs } = resolveOptions(options);
+  let redis: Redis | Cluster;
   let owned = false;
   if (typeof options.redis === 'string') {
     redis = new Redis(options.redis, {
@@ -116,16 +82,72 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   } else if (options.redis && typeof options.redis.defineCommand === 'function') {
     redis = options.redis;
   } else {
-    throw new TypeError('Invalid redis: pass an ioredis client or a redis:// URL.');
+    throw new TypeError('Invalid redis: pass an ioredis client (Redis or Cluster) or a redis:// URL.');
   }
-  redis.defineCommand('payhookClaim', { numberOfKeys: 2, lua: CLAIM });
-  redis.defineCommand('payhookRenew', { numberOfKeys: 2, lua: RENEW });
-  redis.defineCommand('payhookComplete', { numberOfKeys: 2, lua: COMPLETE });
-  redis.defineCommand('payhookFail', { numberOfKeys: 2, lua: FAIL });
-  redis.defineCommand('payhookRecover', { numberOfKeys: 1, lua: RECOVER });
-  const scripts = redis as unknown as ScriptCommands;
+  const cluster = isCluster(redis) ? redis : undefined;
+  if (cluster && durability === 'replicas' && cluster.options.keyPrefix) {
+    // Claims then go straight to their slot's master connection, which does not add the prefix.
+    throw new TypeError(
+      "Invalid redis: a Cluster client with keyPrefix cannot be used with durability 'replicas'; use the store's prefix option.",
+    );
+  }
+  const scripts = defineScripts(redis, Object.keys(SCRIPTS) as (keyof ScriptCommands)[]);
   let commandCount = 0;
   const knownTags = new Set<string>();
+  // With `durability: 'replicas'`: per connection that claims are written on (the one client, or
+  // each cluster master's), the WAITs its claims share.
+  const waiters = new WeakMap<Redis, () => Promise<void>>();
+  const confirmOn =
+    durability === 'replicas'
+      ? (connection: Redis): Promise<void> => {
+          let confirm = waiters.get(connection);
+          if (!confirm) {
+            confirm = createReplicaWaiter(
+              () => call('WAIT', () => connection.call('WAIT', replicas, waitMs) as Promise<number>),
+              replicas,
+              waitMs,
+            );
+            waiters.set(connection, confirm);
+          }
+          return confirm();
+        }
+      : undefined;
+  let persistence: Promise<RedisPersistence> | undefined;
+  if (options.checkPersistence ?? true) {
+    const read = cluster
+      ? readClusterPersistence(cluster, timeoutMs)
+      : readPersistence(redis as Redis, timeoutMs);
+    const single = redis.options as RedisOptions;
+    const where = `${single.host ?? 'localhost'}:${single.port ?? 6379}`;
+    persistence = read.then((report) => {
+      reportPersistence(report, persistenceSubject(report, where), options.logger ?? stderrLogger);
+      return report;
+    });
+  }
+
+  /**
+   * Runs the claim script; returns its reply and the connection it was written on, for the WAIT.
+   * On a cluster with replicas to confirm, the script goes straight to the connection of the slot's
+   * master (by the client's slot table), so that the WAIT follows it on that very connection; a
+   * redirection (the slot moved: a failover or a resharding) refreshes the table and tries once more.
+   */
+  async function runClaim(k: KeyNames, args: (string | number)[]): Promise<[ClaimReply, Redis]> {
+    if (!cluster || !confirmOn) {
+      return [await scripts.payhookClaim(k.record, k.leases, ...args), redis as Redis];
+    }
+    await clusterReady(cluster);
+    for (let attempt = 0; ; attempt++) {
+      const master = masterOf(cluster, k.record);
+      if (!master) throw new Error(`The Redis Cluster client knows no master for slot ${keySlot(k.record)}.`);
+      try {
+        const node = defineScripts(master, ['payhookClaim']);
+        return [await node.payhookClaim(k.record, k.leases, ...args), master];
+      } catch (error) {
+        if (!isRedirection(error) || attempt > 0) throw error;
+        await new Promise<void>((resolve) => cluster.refreshSlotsCache(() => resolve()));
+      }
+    }
+  }
 
   /** Runs one command under the store's timeout: a store never hangs a request. */
   function call<T>(name: string, run: () => Promise<T>): Promise<T> {
@@ -148,6 +170,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   return {
     redis,
     leaseMs: options.leaseMs,
+    persistence,
     get commandCount() {
       return commandCount;
     },
@@ -159,18 +182,21 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         await call('SADD', () => redis.sadd(tagsKey(prefix), k.tag));
         knownTags.add(k.tag);
       }
-      const reply = await call('claim', () =>
-        scripts.payhookClaim(
-          k.record,
-          k.leases,
+      const [reply, connection] = await call('claim', () =>
+        runClaim(k, [
           request.owner,
           request.leaseMs,
           request.payload,
           request.businessId,
           retentionMs,
           k.member,
-        ),
+          // With replicas to confirm, a duplicate writes too, so that the WAIT below covers the
+          // record it found (written perhaps by another instance's connection).
+          confirmOn ? 1 : 0,
+        ]),
       );
+      // The 200 waits until the replicas hold what it acknowledges.
+      await confirmOn?.(connection);
       if (reply[0] === 'duplicate') {
         return reply[1] === 'done'
           ? { status: 'duplicate', state: 'done' }

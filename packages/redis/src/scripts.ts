@@ -2,22 +2,26 @@
 // one hash tag (the event's business), so they are cluster-safe: an event's record `E` and its
 // tag's lease index `L` (a sorted set of event ids by lease expiry). Times come from the Redis
 // server's clock, so instances whose clocks disagree still agree on leases.
+import type { Cluster, Redis } from 'ioredis';
 
 const NOW = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
 /**
- * KEYS: E, L. ARGV: owner, leaseMs, payload, businessId, retentionMs, member.
+ * KEYS: E, L. ARGV: owner, leaseMs, payload, businessId, retentionMs, member, touch.
  * A record under a live lease is a duplicate whoever asks, its own owner included (the reply names
- * the owner): two requests of one instance are two claims.
+ * the owner): two requests of one instance are two claims. With touch = 1 a duplicate stamps the
+ * record (`seen`), a write that a following WAIT on this connection must see replicated.
  */
 export const CLAIM = `${NOW}
 local r = redis.call('HMGET', KEYS[1], 'state', 'lease', 'attempts', 'received', 'owner')
 local state = r[1]
 local previous = 'new'
 if state then
+  local live = state == 'processing' and tonumber(r[2]) > now
+  if (state == 'done' or live) and ARGV[7] == '1' then redis.call('HSET', KEYS[1], 'seen', now) end
   if state == 'done' then return {'duplicate', 'done'} end
-  if state == 'processing' and tonumber(r[2]) > now then return {'duplicate', 'processing', r[5] or ''} end
+  if live then return {'duplicate', 'processing', r[5] or ''} end
   if state == 'failed' then previous = 'failed' else previous = 'expired' end
 end
 local attempts = (tonumber(r[3]) or 0) + 1
@@ -81,3 +85,31 @@ for _, member in ipairs(due) do
   end
 end
 return out`;
+
+export type ClaimReply = [string, string, (number | string)?];
+
+export type ScriptCommands = {
+  payhookClaim(e: string, l: string, ...args: (string | number)[]): Promise<ClaimReply>;
+  payhookRenew(e: string, l: string, ...args: (string | number)[]): Promise<number>;
+  payhookComplete(e: string, l: string, ...args: (string | number)[]): Promise<number>;
+  payhookFail(e: string, l: string, ...args: (string | number)[]): Promise<number>;
+  payhookRecover(l: string, ...args: (string | number)[]): Promise<(string | number)[]>;
+};
+
+export const SCRIPTS: Record<keyof ScriptCommands, [number, string]> = {
+  payhookClaim: [2, CLAIM],
+  payhookRenew: [2, RENEW],
+  payhookComplete: [2, COMPLETE],
+  payhookFail: [2, FAIL],
+  payhookRecover: [1, RECOVER],
+};
+
+/** Defines the store's scripts on a client (ioredis sends each by its SHA, loading it where missing). */
+export function defineScripts(client: Redis | Cluster, names: (keyof ScriptCommands)[]): ScriptCommands {
+  for (const name of names) {
+    if (typeof (client as unknown as Record<string, unknown>)[name] === 'function') continue;
+    const [numberOfKeys, lua] = SCRIPTS[name];
+    client.defineCommand(name, { numberOfKeys, lua });
+  }
+  return client as unknown as ScriptCommands;
+}

@@ -2,8 +2,8 @@ import { createReceiver } from '@payhook/core';
 import { createTestEvent } from '@payhook/core/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FaultProxy, startProxy } from '../../../test/support/fault-proxy.js';
 import { createRedisStore } from '../src/index.js';
-import { type FaultProxy, startProxy } from './proxy.js';
 import { cleanup, connect, randomPrefix, TEST_REDIS_URL } from './redis.js';
 
 const BIZ = '7d1e5c3a-2b4f-4a6e-8c9d-0e1f2a3b4c5d';
@@ -31,7 +31,12 @@ const request = (body: unknown) => ({
 
 describe.sequential('Redis unreachable (through a proxy of the test)', () => {
   it('answers 503 store_unavailable while Redis cannot answer, never 200, and recovers by itself', async () => {
-    const store = createRedisStore({ redis: proxy.url, prefix, commandTimeoutMs: 200 });
+    const store = createRedisStore({
+      redis: proxy.url,
+      prefix,
+      commandTimeoutMs: 200,
+      checkPersistence: false,
+    });
     const receiver = createReceiver({ businessIds: [BIZ], allowAnyIp: true, store, recoveryIntervalMs: 0 });
     const handled: string[] = [];
     receiver.onAny((event) => {

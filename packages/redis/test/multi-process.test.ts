@@ -3,13 +3,14 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createTestEvent } from '@payhook/core/testing';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 // The example's own sender: delivers until 200, some events twice, some to two instances at once.
 import { stream } from '../../../examples/multi-instance/send.mjs';
+import { type FaultProxy, startProxy } from '../../../test/support/fault-proxy.js';
+import { type RedisClusterProcess, startRedisCluster } from '../../../test/support/redis-cluster.js';
 import { createRedisStore } from '../src/index.js';
 import { keyNames } from '../src/keys.js';
-import { type FaultProxy, startProxy } from './proxy.js';
 import { cleanup, connect, randomPrefix, TEST_REDIS_URL } from './redis.js';
 
 const BIZ = 'e4d3c2b1-a0f9-4e8d-b7c6-5a4b3c2d1e0f';
@@ -61,10 +62,20 @@ async function startInstance(
   return { child, port: Number(line.split(' ')[1]) };
 }
 
-async function effects(prefix: string, expected: number): Promise<number[]> {
+/** Where a test's receivers keep their data, and a client of it to read what they did. */
+interface Backend {
+  name: string;
+  /** The receivers' environment: REDIS_URL or REDIS_CLUSTER_NODES. */
+  env: Record<string, string>;
+  reader: Redis | Cluster;
+  prefix: string;
+}
+
+/** The handlers' effect counters (a hash of counts by event) once `expected` events have one, or after 30 s. */
+async function effects(reader: Redis | Cluster, key: string, expected: number): Promise<number[]> {
   let counts: number[] = [];
   for (let i = 0; i < 600; i++) {
-    counts = Object.values(await redis.hgetall(`${prefix}:effects`)).map(Number);
+    counts = Object.values(await reader.hgetall(key)).map(Number);
     if (counts.length >= expected) break;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -83,7 +94,7 @@ describe.sequential('several receiver processes sharing Redis', { timeout: 120_0
     );
     const urls = instances.map((i) => `http://127.0.0.1:${i.port}/webhooks`);
     const sent = await stream({ urls, businessId: BIZ, count: 5000, parallel: 30 });
-    const counts = await effects(prefix, sent.length);
+    const counts = await effects(redis, `${prefix}:effects`, sent.length);
     expect(counts).toHaveLength(5000);
     expect(counts.filter((n) => n !== 1)).toEqual([]);
     const byInstance = Object.values(await redis.hgetall(`${prefix}:runs-by`)).map(Number);
@@ -129,7 +140,7 @@ describe.sequential('several receiver processes sharing Redis', { timeout: 120_0
         return Promise.all(Array.from({ length: copies }, (_, c) => post(urls[c % spread] as string, body)));
       }),
     );
-    const counts = await effects(prefix, events.length);
+    const counts = await effects(redis, `${prefix}:effects`, events.length);
     for (const [e, event] of events.entries()) {
       const replies = answers[e] ?? [];
       expect(replies.every((r) => r.status === 200)).toBe(true);
@@ -142,97 +153,7 @@ describe.sequential('several receiver processes sharing Redis', { timeout: 120_0
   it('finishes every acknowledged event when an instance is killed with -9 mid-stream', async () => {
     const prefix = randomPrefix();
     prefixes.push(prefix);
-    const count = 1500;
-    // The tracked receiver: the example's, whose handler also keeps the keys it has in flight in
-    // `<prefix>:running:<pid>` (added as the handler starts, removed once the store has the outcome).
-    const env = {
-      REDIS_URL: TEST_REDIS_URL,
-      PAYHOOK_PREFIX: prefix,
-      HANDLER_DELAY_MS: '40',
-      LEASE_MS: '1500',
-      RECOVERY_INTERVAL_MS: '300',
-      CONCURRENCY: '10',
-    };
-    const instances = await Promise.all(
-      [1, 2, 3].map((n) =>
-        startInstance({ ...env, INSTANCE_NAME: `i${n}`, INSTANCE_ID: `${prefix}:i${n}` }, trackedReceiver),
-      ),
-    );
-    const urls = instances.map((i) => `http://127.0.0.1:${i.port}/webhooks`);
-    const victim = instances[0] as { child: ChildProcess; port: number };
-    const running = `${prefix}:running:${victim.child.pid}`;
-    const store = createRedisStore({ redis, prefix });
-    const acknowledged = new Set<string>();
-    // Events the victim had started and not finished at the kill, still its own in the store.
-    const held: string[] = [];
-    let kill: Promise<string[]> | undefined;
-    let restarted: Promise<unknown> | undefined;
-    const sent = await stream({
-      urls,
-      businessId: BIZ,
-      count,
-      parallel: 30,
-      onAnswer: (status: number, body: string) => {
-        if (status === 200) acknowledged.add((JSON.parse(body) as { checksum: string }).checksum);
-      },
-      onProgress: (delivered: number) => {
-        if (delivered < 500 || kill !== undefined) return;
-        kill = (async () => {
-          // Killed while handlers run: as soon as the victim has several in flight (one alone may
-          // finish between this look and the signal), or one, if several never come together.
-          const since = Date.now();
-          while ((await redis.scard(running)) < (Date.now() - since < 3000 ? 3 : 1)) {
-            await new Promise((resolve) => setTimeout(resolve, 5));
-          }
-          victim.child.kill('SIGKILL');
-          await once(victim.child, 'exit');
-          // Started there and never recorded as finished: the handler runs in flight at the kill.
-          const inFlight = await redis.smembers(running);
-          // Read at once, before their leases lapse. A handler starts only once the event's 200 is
-          // written, so these are events the victim acknowledged and had not finished.
-          for (const key of inFlight) {
-            const record = await store.get(key);
-            if (record?.state === 'processing' && record.owner === `${prefix}:i1`) held.push(key);
-          }
-          // The same instance comes back on its port a moment later; until then its deliveries
-          // fail and are sent again, as the service does.
-          restarted = new Promise((resolve) => setTimeout(resolve, 800)).then(() =>
-            startInstance(
-              { ...env, INSTANCE_NAME: 'i1-restarted', PORT: String(victim.port) },
-              trackedReceiver,
-            ),
-          );
-          return inFlight;
-        })();
-      },
-    });
-    expect(kill).toBeDefined();
-    const inFlight = await (kill as Promise<string[]>);
-    await restarted;
-    // ... and that the sender saw acknowledged.
-    const unfinished = held.filter((key) => acknowledged.has(checksumOf(key)));
-
-    // Every event ends done (those left in flight too, by a survivor or the restarted instance)
-    // with its handler's effect.
-    const counts = await effects(prefix, sent.length);
-    for (const key of inFlight) {
-      for (let i = 0; i < 600 && (await store.get(key))?.state !== 'done'; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    }
-    const final = await redis.hgetall(`${prefix}:effects`);
-    const extra = Object.values(final).reduce((sum, n) => sum + Number(n), 0) - Object.keys(final).length;
-    console.log(
-      `kill -9 mid-stream: ${count} events, all processed; ${inFlight.length} handler run(s) in flight at the kill ` +
-        `(${unfinished.length} acknowledged and unfinished in the store); ${extra} handler run(s) beyond one per event`,
-    );
-    expect(counts).toHaveLength(count);
-    expect(acknowledged.size).toBe(count);
-    for (const checksum of acknowledged) expect(Number(final[checksum] ?? 0)).toBeGreaterThanOrEqual(1);
-    for (const key of inFlight) expect((await store.get(key))?.state).toBe('done');
-    expect(unfinished.length).toBeGreaterThanOrEqual(1);
-    // Only a handler run in flight at the kill can run a second time.
-    expect(extra).toBeLessThanOrEqual(inFlight.length);
+    await killMidStream({ name: 'one server', env: { REDIS_URL: TEST_REDIS_URL }, reader: redis, prefix });
   });
 
   it('answers 503 while Redis is unreachable, never 200 for an unrecorded event, and processes everything after', async () => {
@@ -281,7 +202,7 @@ describe.sequential('several receiver processes sharing Redis', { timeout: 120_0
           }
         },
       });
-      const counts = await effects(prefix, sent.length);
+      const counts = await effects(redis, `${prefix}:effects`, sent.length);
       console.log(
         `Redis partition mid-stream: answers by status ${JSON.stringify(Object.fromEntries(statuses))}`,
       );
@@ -294,3 +215,140 @@ describe.sequential('several receiver processes sharing Redis', { timeout: 120_0
     }
   });
 });
+
+// The same promises on a Redis Cluster of the test's own (three masters on loopback ports), through
+// ioredis' Cluster client: the tracked receiver's store and effects are on the cluster.
+describe.sequential('several receiver processes sharing a Redis Cluster', { timeout: 120_000 }, () => {
+  let cluster: RedisClusterProcess;
+  let reader: Cluster;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    reader = cluster.client({ redisOptions: { maxRetriesPerRequest: 1 } });
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  const backend = (prefix: string): Backend => ({
+    name: 'Redis Cluster',
+    env: { REDIS_CLUSTER_NODES: cluster.nodeList },
+    reader,
+    prefix,
+  });
+
+  it('processes each of 3,000 events exactly once over three processes (20% delivered twice, 10% to two at once)', async () => {
+    const prefix = randomPrefix();
+    const instances = await Promise.all(
+      [1, 2, 3].map((n) =>
+        startInstance(
+          { ...backend(prefix).env, PAYHOOK_PREFIX: prefix, INSTANCE_NAME: `i${n}` },
+          trackedReceiver,
+        ),
+      ),
+    );
+    const urls = instances.map((i) => `http://127.0.0.1:${i.port}/webhooks`);
+    const sent = await stream({ urls, businessId: BIZ, count: 3000, parallel: 30 });
+    const counts = await effects(reader, `{${prefix}}:effects`, sent.length);
+    expect(counts).toHaveLength(3000);
+    expect(counts.filter((n) => n !== 1)).toEqual([]);
+    expect(Object.keys(await reader.hgetall(`{${prefix}}:runs-by`))).toHaveLength(3);
+  });
+
+  it('finishes every acknowledged event when an instance is killed with -9 mid-stream', async () => {
+    await killMidStream(backend(randomPrefix()));
+  });
+});
+
+async function killMidStream(backend: Backend): Promise<void> {
+  const { reader: redis, prefix } = backend;
+  const count = 1500;
+  // The tracked receiver: the example's, whose handler also keeps the keys it has in flight in
+  // `<prefix>:running:<pid>` (added as the handler starts, removed once the store has the outcome).
+  const env = {
+    ...backend.env,
+    PAYHOOK_PREFIX: prefix,
+    HANDLER_DELAY_MS: '40',
+    LEASE_MS: '1500',
+    RECOVERY_INTERVAL_MS: '300',
+    CONCURRENCY: '10',
+  };
+  const instances = await Promise.all(
+    [1, 2, 3].map((n) =>
+      startInstance({ ...env, INSTANCE_NAME: `i${n}`, INSTANCE_ID: `${prefix}:i${n}` }, trackedReceiver),
+    ),
+  );
+  const urls = instances.map((i) => `http://127.0.0.1:${i.port}/webhooks`);
+  const victim = instances[0] as { child: ChildProcess; port: number };
+  const running = `{${prefix}}:running:${victim.child.pid}`;
+  const store = createRedisStore({ redis, prefix, checkPersistence: false });
+  const acknowledged = new Set<string>();
+  // Events the victim had started and not finished at the kill, still its own in the store.
+  const held: string[] = [];
+  let kill: Promise<string[]> | undefined;
+  let restarted: Promise<unknown> | undefined;
+  const sent = await stream({
+    urls,
+    businessId: BIZ,
+    count,
+    parallel: 30,
+    onAnswer: (status: number, body: string) => {
+      if (status === 200) acknowledged.add((JSON.parse(body) as { checksum: string }).checksum);
+    },
+    onProgress: (delivered: number) => {
+      if (delivered < 500 || kill !== undefined) return;
+      kill = (async () => {
+        // Killed while handlers run: as soon as the victim has several in flight (one alone may
+        // finish between this look and the signal), or one, if several never come together.
+        const since = Date.now();
+        while ((await redis.scard(running)) < (Date.now() - since < 3000 ? 3 : 1)) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        victim.child.kill('SIGKILL');
+        await once(victim.child, 'exit');
+        // Started there and never recorded as finished: the handler runs in flight at the kill.
+        const inFlight = await redis.smembers(running);
+        // Read at once, before their leases lapse. A handler starts only once the event's 200 is
+        // written, so these are events the victim acknowledged and had not finished.
+        for (const key of inFlight) {
+          const record = await store.get(key);
+          if (record?.state === 'processing' && record.owner === `${prefix}:i1`) held.push(key);
+        }
+        // The same instance comes back on its port a moment later; until then its deliveries
+        // fail and are sent again, as the service does.
+        restarted = new Promise((resolve) => setTimeout(resolve, 800)).then(() =>
+          startInstance(
+            { ...env, INSTANCE_NAME: 'i1-restarted', PORT: String(victim.port) },
+            trackedReceiver,
+          ),
+        );
+        return inFlight;
+      })();
+    },
+  });
+  expect(kill).toBeDefined();
+  const inFlight = await (kill as Promise<string[]>);
+  await restarted;
+  // ... and that the sender saw acknowledged.
+  const unfinished = held.filter((key) => acknowledged.has(checksumOf(key)));
+
+  // Every event ends done (those left in flight too, by a survivor or the restarted instance)
+  // with its handler's effect.
+  const counts = await effects(redis, `{${prefix}}:effects`, sent.length);
+  for (const key of inFlight) {
+    for (let i = 0; i < 600 && (await store.get(key))?.state !== 'done'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  const final = await redis.hgetall(`{${prefix}}:effects`);
+  const extra = Object.values(final).reduce((sum, n) => sum + Number(n), 0) - Object.keys(final).length;
+  console.log(
+    `kill -9 mid-stream (${backend.name}): ${count} events, all processed; ${inFlight.length} handler run(s) in flight at the kill ` +
+      `(${unfinished.length} acknowledged and unfinished in the store); ${extra} handler run(s) beyond one per event`,
+  );
+  expect(counts).toHaveLength(count);
+  expect(acknowledged.size).toBe(count);
+  for (const checksum of acknowledged) expect(Number(final[checksum] ?? 0)).toBeGreaterThanOrEqual(1);
+  for (const key of inFlight) expect((await store.get(key))?.state).toBe('done');
+  expect(unfinished.length).toBeGreaterThanOrEqual(1);
+  // Only a handler run in flight at the kill can run a second time.
+  expect(extra).toBeLessThanOrEqual(inFlight.length);
+}

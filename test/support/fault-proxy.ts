@@ -1,20 +1,25 @@
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 
 /**
- * A TCP proxy of the test's own between a client and Redis, to cut the connection without
- * touching the shared server: `blackhole()` keeps connections open but passes nothing (a
- * network partition: commands time out), `drop()` closes them and refuses new ones, `restore()`
- * passes traffic again.
+ * A TCP proxy of the test's own between a client and a server (Redis, the sender), to cut the
+ * connection without touching the server: `blackhole()` keeps connections open but passes
+ * nothing (a network partition: requests time out), `drop()` closes them and refuses new ones,
+ * `restore()` passes traffic again.
  */
 export interface FaultProxy {
+  /** `<scheme>://127.0.0.1:<port>`: the address to give the client. */
   url: string;
+  port: number;
   blackhole(): void;
   drop(): void;
   restore(): void;
   close(): Promise<void>;
 }
 
-export async function startProxy(target: { host: string; port: number }): Promise<FaultProxy> {
+export async function startProxy(
+  target: { host: string; port: number },
+  scheme: 'redis' | 'http' = 'redis',
+): Promise<FaultProxy> {
   let mode: 'pass' | 'blackhole' | 'drop' = 'pass';
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
@@ -45,7 +50,8 @@ export async function startProxy(target: { host: string; port: number }): Promis
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: `${scheme}://127.0.0.1:${port}`,
+    port,
     blackhole: () => {
       mode = 'blackhole';
     },
