@@ -1,19 +1,12 @@
 import { defineConfig } from 'tsup';
 
-const shared = {
+// ESM and CommonJS. typebox ships ESM only; the CommonJS build requires it as it is, which Node
+// 20.19 and newer load with require() (the supported floor; docs/decisions.md).
+export default defineConfig({
   entry: { index: 'src/index.ts', testing: 'src/testing/index.ts' },
+  format: ['esm', 'cjs'],
   dts: true,
   sourcemap: true,
+  clean: true,
   target: 'node20',
-} as const;
-
-export default defineConfig([
-  { ...shared, format: ['esm'], clean: true },
-  {
-    ...shared,
-    format: ['cjs'],
-    // typebox ships ESM only: the CommonJS build bundles it so that
-    // require('@payhook/core') works on Node 20 (no require(esm) there).
-    noExternal: ['typebox'],
-  },
-]);
+});

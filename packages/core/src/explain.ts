@@ -215,7 +215,7 @@ export function formatMismatch(explanation: ChecksumExplanation): string {
       lines.push(`  ${d.between[1]}: ${d.context[1]}`);
     }
   }
-  if (explanation.signature) lines.push('', ...formatSignature(explanation.signature));
+  if (explanation.signature) lines.push('', ...formatSignatureExplanation(explanation.signature).split('\n'));
   if (!explanation.ok) {
     lines.push('');
     lines.push(
@@ -296,7 +296,11 @@ export function explainSignature(
   };
 }
 
-function formatSignature(s: SignatureExplanation): string[] {
+/**
+ * A {@link SignatureExplanation} as lines for a terminal: the verdict, the string signed, the
+ * timestamp's skew, the signatures listed and the one each secret gives.
+ */
+export function formatSignatureExplanation(s: SignatureExplanation): string {
   const lines = [s.ok ? 'The signature verifies.' : 'The signature does not verify.'];
   if (s.problem) lines.push(`  ${s.problem}`);
   if (s.signedContent !== undefined) lines.push(`  signed:   ${s.signedContent}`);
@@ -308,8 +312,8 @@ function formatSignature(s: SignatureExplanation): string[] {
   for (const listed of s.listed) lines.push(`  listed:   ${listed}`);
   for (const secret of s.secrets) {
     lines.push(
-      `  ${secret.matches ? 'MATCH' : 'no match'}  secret ${secret.index} (${secret.secretPrefix}) -> ${secret.expected}`,
+      `  ${secret.matches ? 'MATCH' : 'no match'}  secret #${secret.index + 1} (${secret.secretPrefix}) -> ${secret.expected}`,
     );
   }
-  return lines;
+  return lines.join('\n');
 }

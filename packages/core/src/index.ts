@@ -68,7 +68,12 @@ export type {
   ExplainOptions,
   SignatureExplanation,
 } from './explain.js';
-export { explainChecksumMismatch, explainSignature, formatMismatch } from './explain.js';
+export {
+  explainChecksumMismatch,
+  explainSignature,
+  formatMismatch,
+  formatSignatureExplanation,
+} from './explain.js';
 export type { ClientIpInput, IpAllowList } from './ip.js';
 export { createIpAllowList, normalizeIp, resolveClientIp } from './ip.js';
 export type { LexicalOptions } from './lexical-canonical-json.js';

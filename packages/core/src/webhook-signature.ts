@@ -11,12 +11,15 @@ export const MIN_SIGNING_SECRET_BYTES = 24;
 /** How far a signature's timestamp may be from the receiver's clock, either way (default 5 minutes). */
 export const DEFAULT_SIGNATURE_TOLERANCE_SECONDS = 300;
 
-/** The three Standard Webhooks headers, lower-case as Node gives them. */
-export interface WebhookSignatureHeaders {
+/**
+ * The three Standard Webhooks headers, lower-case as Node gives them. A type (not an interface) so
+ * that it can be passed where a header record is expected.
+ */
+export type WebhookSignatureHeaders = {
   'webhook-id': string;
   'webhook-timestamp': string;
   'webhook-signature': string;
-}
+};
 
 /** The signature headers of a request as received: any may be missing. */
 export interface ReceivedSignature {

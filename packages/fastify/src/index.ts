@@ -93,4 +93,10 @@ const plugin: FastifyPluginAsync<PayhookFastifyOptions> = async (fastify, option
  */
 export const payhookFastify = fp(plugin, { fastify: '5.x', name: '@payhook/fastify' });
 
+/**
+ * The plugin under the name the Express and Koa adapters use, for CommonJS, where the default
+ * export is `.default`: `const { payhook } = require('@payhook/fastify')`.
+ */
+export const payhook = payhookFastify;
+
 export default payhookFastify;
