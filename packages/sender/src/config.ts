@@ -41,6 +41,17 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
+/** The levels pino knows: `LOG_LEVEL` takes one of them. */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return 'info';
+  if (!LOG_LEVELS.includes(raw)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, not ${JSON.stringify(raw)}.`);
+  }
+  return raw;
+}
+
 /**
  * Reads the configuration from environment variables, these names exactly: `PORT` (8080), `HOST`
  * (127.0.0.1), `PAYHOOK_DATA_DIR` (./.payhook), `DATABASE_URL`, `PAYHOOK_API_KEYS`
@@ -92,7 +103,7 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
     databaseUrl: env.DATABASE_URL || undefined,
     apiKeys,
     allowPrivateWebhooks: allow === '1',
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel: logLevel(env.LOG_LEVEL),
     sessionTtlSeconds: int('PAYHOOK_SESSION_TTL_SECONDS', 3600, 1, 7 * 24 * 3600),
     deliveryConcurrency: int('PAYHOOK_DELIVERY_CONCURRENCY', 32, 1, 1000),
     deliveryLeaseSeconds: int('PAYHOOK_DELIVERY_LEASE_SECONDS', 60, 1, 3600),

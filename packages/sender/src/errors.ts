@@ -13,6 +13,8 @@ export const API_ERROR_STATUS = {
   /** `after` or `before` is not a cursor this API returned. */
   invalid_cursor: 400,
   unauthorized: 401,
+  /** A live key opened `GET /listen` without `live=true`. */
+  live_listen_not_requested: 403,
   /** No such resource in this business and mode (a malformed id included), or no such route. */
   not_found: 404,
   request_timeout: 408,
@@ -32,6 +34,8 @@ export const API_ERROR_STATUS = {
   validation_failed: 422,
   /** The Idempotency-Key was used with a different request. */
   idempotency_key_reused: 422,
+  /** A business has as many `GET /listen` streams open on this instance as it may. */
+  too_many_listeners: 429,
   headers_too_large: 431,
   internal_error: 500,
 } as const;

@@ -1,5 +1,5 @@
-export type { Principal } from './auth/api-keys.js';
-export { authenticate, createApiKey, hashKey } from './auth/api-keys.js';
+export type { Principal, StoredKey } from './auth/api-keys.js';
+export { authenticate, createApiKey, hashKey, KEY_PREFIX_LENGTH, revokeApiKey } from './auth/api-keys.js';
 export type { ConfiguredKey, SenderConfig } from './config.js';
 export { ConfigError, loadConfig } from './config.js';
 export type { Database, DatabaseOptions } from './db/database.js';
@@ -27,6 +27,10 @@ export type { ApiErrorCode, ApiErrorOptions, FieldError } from './errors.js';
 export { API_ERROR_STATUS, ApiError } from './errors.js';
 export type { AppOptions } from './http/app.js';
 export { buildApp } from './http/app.js';
+export type { ListenerAttemptsReport } from './http/listen.js';
+export { LISTEN_RESUME_WINDOW_SECONDS, MAX_LISTENERS_PER_BUSINESS } from './http/listen.js';
+export type { ListenerAttempt } from './listen/record.js';
+export { CLI_DESTINATION_PREFIX } from './listen/record.js';
 export type { AddressClass } from './net/public-address.js';
 export { classifyAddress, isPublicAddress } from './net/public-address.js';
 export type { CheckWebhookUrlOptions, Resolver, WebhookUrlCheck } from './net/webhook-url.js';

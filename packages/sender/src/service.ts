@@ -14,8 +14,8 @@ export interface StartSenderOptions {
   config: SenderConfig;
   /** An open database (default: opened from the configuration, and closed by `close()`). */
   database?: Database;
-  /** Fastify's logger option (default: pino at `config.logLevel`). */
-  logger?: boolean | { level: string };
+  /** Fastify's logger option (default: pino at `config.logLevel`, on stdout; `stream` writes elsewhere). */
+  logger?: boolean | { level: string; stream?: { write(line: string): void } };
   /** Resolves webhook host names (injectable for tests). */
   resolve?: Resolver;
   /** More options of the delivery worker (the clock, the client, limits). */

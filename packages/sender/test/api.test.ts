@@ -1,6 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, createApiKey, type Database, loadConfig, type Resolver } from '../src/index.js';
+import {
+  buildApp,
+  createApiKey,
+  type Database,
+  loadConfig,
+  type Resolver,
+  revokeApiKey,
+} from '../src/index.js';
 
 import { openTestDatabase } from './fixtures/storage.js';
 
@@ -65,7 +72,7 @@ describe.each(['pglite', 'postgres'] as const)('sender API on %s', { timeout: 60
   it('serves /healthz without a key', async () => {
     const res = await call('GET', '/healthz', undefined);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ ok: true, storage });
+    expect(await res.json()).toEqual({ ok: true, storage, checks: { database: 'ok' } });
   });
 
   it('answers 401 without a key, with a malformed header, or with an unknown key', async () => {
@@ -88,6 +95,36 @@ describe.each(['pglite', 'postgres'] as const)('sender API on %s', { timeout: 60
     const res = await call('PATCH', '/accounts/settings', key, '{"require_mfa":true}');
     expect(res.status).toBe(200);
     expect((await json(res)).data).toEqual({ require_mfa: true, webhook_urls: [] });
+  });
+
+  it('revokes a stored key, whole or by an unambiguous prefix; the sender refuses it at once', async () => {
+    const first = await createApiKey(h.database.db, { businessId: 'biz-revoke', mode: 'test' });
+    const second = await createApiKey(h.database.db, { businessId: 'biz-revoke', mode: 'test' });
+    expect((await call('GET', '/customers/', first)).status).toBe(200);
+    const whole = await revokeApiKey(h.database.db, first);
+    expect(whole.revoked).toMatchObject({
+      prefix: first.slice(0, 12),
+      businessId: 'biz-revoke',
+      mode: 'test',
+    });
+    expect((await call('GET', '/customers/', first)).status).toBe(401);
+    expect((await call('GET', '/customers/', second)).status).toBe(200);
+    // A prefix that several keys share revokes none, and names them.
+    const third = await createApiKey(h.database.db, { businessId: 'biz-revoke', mode: 'test' });
+    const shared = await revokeApiKey(h.database.db, 'sk_test_');
+    expect(shared.revoked).toBeUndefined();
+    expect(shared.matches.map((m) => m.prefix)).toEqual(
+      expect.arrayContaining([second.slice(0, 12), third.slice(0, 12)]),
+    );
+    expect((await call('GET', '/customers/', third)).status).toBe(200);
+    // LIKE's wildcards in a prefix are matched as themselves.
+    expect((await revokeApiKey(h.database.db, 'sk%')).matches).toEqual([]);
+    const byPrefix = await revokeApiKey(h.database.db, second.slice(0, 12));
+    expect(byPrefix.revoked?.prefix).toBe(second.slice(0, 12));
+    expect((await call('GET', '/customers/', second)).status).toBe(401);
+    await expect(revokeApiKey(h.database.db, `${second.slice(0, 13)}`)).rejects.toThrow(
+      /at most 12 characters/,
+    );
   });
 
   it('registers public webhook URLs and keeps each business and mode apart', async () => {
@@ -144,6 +181,11 @@ describe.each(['pglite', 'postgres'] as const)('sender API on %s', { timeout: 60
       'webhook_urls.3',
       'webhook_urls.4',
     ]);
+    // The refusal of a loopback URL says how to allow one on a developer's machine.
+    const loopback = body.error?.details?.[0] as { field: string; message: string } | undefined;
+    expect(loopback?.message).toContain('127.0.0.1: loopback');
+    expect(loopback?.message).toContain('payhook serve --allow-private-webhooks');
+    expect(loopback?.message).toContain('PAYHOOK_ALLOW_PRIVATE_WEBHOOKS=1');
   });
 
   it('accepts a host that does not resolve today (it is checked again at every delivery)', async () => {
@@ -287,6 +329,27 @@ describe('OpenAPI', { timeout: 60_000 }, () => {
     } finally {
       await app.close();
       await cleanup();
+    }
+  });
+});
+
+// The health check against a database that is gone: a sender whose storage closed under it.
+describe.each(['pglite', 'postgres'] as const)('/healthz on %s', { timeout: 60_000 }, (storage) => {
+  it('answers 503 naming the database when it cannot answer a query', async () => {
+    const { database, cleanup } = await openTestDatabase(storage, 'health');
+    const app = await buildApp({ database, config: loadConfig({}), logger: false });
+    try {
+      expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+      await cleanup();
+      const res = await app.inject({ method: 'GET', url: '/healthz' });
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toEqual({
+        ok: false,
+        storage,
+        checks: { database: expect.stringMatching(/^failed: .+/) },
+      });
+    } finally {
+      await app.close();
     }
   });
 });

@@ -170,4 +170,21 @@ describe.each(['pglite', 'postgres'] as const)('customers on %s', { timeout: 60_
     expect(error.code).toBe(code);
     expect(error.details.map((d) => d.field)).toContain(field);
   });
+
+  it('says what a limit is, and lists the allowed values of an enumerated parameter once', async () => {
+    const get = async (path: string) =>
+      (
+        (await (await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as {
+          error: { details: { field: string; message: string }[] };
+        }
+      ).error.details;
+    for (const limit of ['abc', '0', '101']) {
+      expect(await get(`/customers/?limit=${limit}`)).toEqual([
+        { field: 'limit', message: 'must be an integer from 1 to 100 (the page size; default 15)' },
+      ]);
+    }
+    expect(await get('/payments?status=weird')).toEqual([
+      { field: 'status', message: 'must be one of pending, captured, settled, failed' },
+    ]);
+  });
 });

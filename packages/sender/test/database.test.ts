@@ -23,6 +23,7 @@ const MIGRATIONS = [
   '0007_delivery',
   '0008_attempt_key',
   '0009_signing_secrets',
+  '0010_delivery_instances',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];

@@ -1,6 +1,7 @@
 import { verifyChecksum } from '@payhook/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { apiClient } from '../../../test/support/api-client.js';
 import {
   type LoopbackReceiver,
   type LoopbackReceiverOptions,
@@ -61,19 +62,10 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
     await cleanup?.();
   });
 
-  async function call(method: string, path: string, body?: unknown) {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${KEY}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+  const api = apiClient(() => base, KEY);
+  const call = (method: string, path: string, body?: unknown) =>
     // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field below
-    const json: any = await res.json();
-    return { status: res.status, body: json };
-  }
+    api<any>(method, path, body);
 
   async function receiver(respond: Respond = 200, options: LoopbackReceiverOptions = {}) {
     const r = await startLoopbackReceiver({ ...options, respond });
@@ -206,6 +198,31 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
     expect(attempts.map((a) => [a.status_code, a.error_code])).toEqual([
       [500, 'unexpected_status'],
       [200, null],
+    ]);
+  });
+
+  it('says why a receiver refuses: a 401 invalid_checksum names the business id, once a minute per URL', async () => {
+    const refusing = await receiver({
+      status: 401,
+      headers: { 'content-type': 'application/json' },
+      // What a payhook receiver configured with another business id answers.
+      body: '{"error":{"code":"invalid_checksum","message":"The checksum matches none of the configured business ids."}}',
+    });
+    await register(refusing.url);
+    await createSession();
+    await createSession();
+    const warnings: { fields: object; msg: string | undefined }[] = [];
+    const logger = {
+      info() {},
+      error() {},
+      warn: (fields: object, msg?: string) => warnings.push({ fields, msg }),
+    };
+    expect(await worker({ logger }).runDue()).toBe(2);
+    expect(warnings).toEqual([
+      {
+        fields: expect.objectContaining({ url: refusing.url, status: 401 }),
+        msg: `${refusing.url}: checksum refused: is the receiver using business id ${BIZ}?`,
+      },
     ]);
   });
 
@@ -410,6 +427,10 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
       status_code: 500,
       error: { code: 'unexpected_status' },
     });
+    // Every timestamp in one format: ISO 8601 UTC with microseconds, as the spec gives expires_at.
+    const stamps = JSON.stringify(detail.body).match(/"\d{4}-\d\d-\d\dT[^"]+"/g) ?? [];
+    expect(stamps.length).toBeGreaterThan(3);
+    for (const stamp of stamps) expect(stamp).toMatch(/^"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"$/);
     expect((await call('GET', '/events/00000000-0000-4000-8000-000000000000')).status).toBe(404);
     expect((await call('GET', '/events/not-an-id')).status).toBe(404);
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -314,6 +315,15 @@ describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeou
     }
     return id;
   };
+  /** A new session's event (payment.session.created). */
+  const newEvent = async () => {
+    const id = await paymentId(await post(undefined, body));
+    return database.db
+      .selectFrom('events')
+      .select('id')
+      .where('payment_id', '=', id)
+      .executeTakeFirstOrThrow();
+  };
   /** Every write that changes state after creation, with what it needs set up first. */
   const laterWrites: Record<string, () => Promise<{ path: string; payload?: unknown; status: number }>> = {
     'POST /payment-sessions/{payment_id}': async () => ({
@@ -346,12 +356,7 @@ describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeou
         })
         .onConflict((oc) => oc.columns(['business_id', 'mode']).doNothing())
         .execute();
-      const id = await paymentId(await post(undefined, body));
-      const event = await database.db
-        .selectFrom('events')
-        .select('id')
-        .where('payment_id', '=', id)
-        .executeTakeFirstOrThrow();
+      const event = await newEvent();
       return { path: `/events/${event.id}/redeliver`, status: 202 };
     },
     'POST /events/redeliver': async () => ({
@@ -359,6 +364,24 @@ describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeou
       payload: { since: '2020-01-01T00:00:00Z' },
       status: 202,
     }),
+    'POST /listen/attempts': async () => {
+      const event = await newEvent();
+      const attempt = {
+        delivery_id: randomUUID(),
+        event_id: event.id,
+        url: 'http://localhost:3000/webhooks',
+        started_at: new Date().toISOString(),
+        latency_ms: 3,
+        status_code: 200,
+        response_body: 'ok',
+        error: null,
+      };
+      return {
+        path: '/listen/attempts',
+        payload: { listener_id: 'lst_idem', attempts: [attempt] },
+        status: 200,
+      };
+    },
     'POST /accounts/signing-secrets/rotate': async () => ({
       path: '/accounts/signing-secrets/rotate',
       payload: { overlap_seconds: 60 },

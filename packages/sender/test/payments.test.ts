@@ -81,7 +81,9 @@ describe.each(['pglite', 'postgres'] as const)('payment sessions on %s', { timeo
     expect(res.status).toBe(201);
     const { data } = (await res.json()) as Answer;
     expect(data).toMatchObject({ auth_type: null, links: {}, status: 'pending' });
+    // Every timestamp in the API's one format: ISO 8601 UTC with microseconds, as the spec gives expires_at.
     expect(data.expires_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
+    expect(data.payment.date).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
     expect(data.payment).toMatchObject({
       reference: 'ref-created-1',
       amount: 250000,

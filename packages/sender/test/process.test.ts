@@ -53,5 +53,16 @@ describe('the sender process', { timeout: 60_000 }, () => {
     const [code] = await once(child, 'exit');
     expect(code).toBe(2);
     expect(err).toContain('PORT');
+    const level = spawn(process.execPath, [main], {
+      env: { ...process.env, LOG_LEVEL: 'verbose' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let levelErr = '';
+    level.stderr?.on('data', (chunk) => (levelErr += chunk));
+    expect((await once(level, 'exit'))[0]).toBe(2);
+    expect(levelErr).toContain(
+      'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, not "verbose".',
+    );
+    expect(levelErr).not.toMatch(/\n\s+at /); // no stack trace
   });
 });

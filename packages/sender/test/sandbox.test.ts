@@ -285,6 +285,17 @@ describe.each(['pglite', 'postgres'] as const)('the sandbox on %s', { timeout: 6
     });
   });
 
+  it('refuses an outcome other than succeeded or failed once, listing the allowed values', async () => {
+    const { id } = await captured('bank_account');
+    const res = await call(`/sandbox/payment-sessions/${id}/complete`, { outcome: 'maybe' });
+    expect(res.status).toBe(422);
+    expect(res.body.error).toMatchObject({
+      code: 'validation_failed',
+      details: [{ field: 'outcome', message: 'must be one of succeeded, failed' }],
+    });
+    expect(await events(id)).toEqual(['payment.session.created']);
+  });
+
   it('the sandbox API does not exist for live keys, whatever the body', async () => {
     const { id } = await captured('bank_account', LIVE);
     for (const [path, body] of [

@@ -179,6 +179,10 @@ describe.each(['pglite', 'postgres'] as const)('signing secrets on %s', { timeou
     expect(current.current).toBe(true);
     expect(current.secret).not.toBe(before?.secret);
     expect(previous.secret).toBe(before?.secret);
+    // In the API's one timestamp format: ISO 8601 UTC with microseconds.
+    for (const stamp of [current.created_at, previous.created_at, previous.expires_at])
+      expect(stamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+    expect(current.expires_at).toBeNull();
     const overlap = Date.parse(previous.expires_at) - Date.now();
     expect(overlap).toBeGreaterThan(23.9 * 3600_000);
     expect(overlap).toBeLessThanOrEqual(24 * 3600_000);

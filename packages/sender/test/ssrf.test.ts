@@ -167,6 +167,8 @@ describe('the SSRF guard refuses non-public targets without connecting', () => {
       error: { code: 'non_public_address' },
     });
     expect(outcome.error?.message).toMatch(/non-public/);
+    // ... and says how to allow it for local development.
+    expect(outcome.error?.message).toContain('payhook serve --allow-private-webhooks');
     expect(seen()).toEqual({ connections: 0, requests: 0 });
   });
 

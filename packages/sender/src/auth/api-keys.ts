@@ -32,11 +32,62 @@ export async function createApiKey(db: Kysely<Schema>, principal: Principal): Pr
       business_id: principal.businessId,
       mode: principal.mode,
       key_hash: hashKey(key),
-      key_prefix: key.slice(0, 12),
+      key_prefix: key.slice(0, KEY_PREFIX_LENGTH),
     })
     .execute();
   await ensureSigningSecret(db, principal);
   return key;
+}
+
+/** How many first characters of a key are stored, to tell keys apart in a listing. */
+export const KEY_PREFIX_LENGTH = 12;
+
+/** A stored key, as a listing shows it (never the key itself). */
+export interface StoredKey {
+  prefix: string;
+  businessId: string;
+  mode: Principal['mode'];
+  createdAt: Date;
+}
+
+/**
+ * Revokes one stored API key, given whole or by the prefix a listing shows: the key is deleted,
+ * so the sender refuses it at once (it looks keys up at every request). A prefix that matches
+ * several keys revokes none and returns them all, so that the caller can ask for the whole key.
+ * Keys from the configuration (`PAYHOOK_API_KEYS`) are not stored and not revocable here.
+ *
+ * @example
+ * ```ts
+ * const { revoked, matches } = await revokeApiKey(db, 'sk_test_AbCd');
+ * ```
+ */
+export async function revokeApiKey(
+  db: Kysely<Schema>,
+  keyOrPrefix: string,
+): Promise<{ revoked: StoredKey | undefined; matches: StoredKey[] }> {
+  const whole = /^sk_(test|live)_[A-Za-z0-9_-]{32}$/.test(keyOrPrefix);
+  if (!whole && (keyOrPrefix.length === 0 || keyOrPrefix.length > KEY_PREFIX_LENGTH)) {
+    throw new TypeError(
+      `Give the whole key or its prefix of at most ${KEY_PREFIX_LENGTH} characters (as a listing shows it).`,
+    );
+  }
+  let query = db.selectFrom('api_keys').select(['id', 'key_prefix', 'business_id', 'mode', 'created_at']);
+  query = whole
+    ? query.where('key_hash', '=', hashKey(keyOrPrefix))
+    : query.where('key_prefix', 'like', `${keyOrPrefix.replace(/[\\%_]/g, '\\$&')}%`);
+  const rows = await query.execute();
+  const matches = rows.map((r) => ({
+    prefix: r.key_prefix,
+    businessId: r.business_id,
+    mode: r.mode,
+    createdAt: new Date(r.created_at),
+  }));
+  if (rows.length !== 1) return { revoked: undefined, matches };
+  await db
+    .deleteFrom('api_keys')
+    .where('id', '=', (rows[0] as { id: string }).id)
+    .execute();
+  return { revoked: matches[0], matches };
 }
 
 /**

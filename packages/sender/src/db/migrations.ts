@@ -237,6 +237,17 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0010_delivery_instances': {
+    async up(db: Kysely<unknown>) {
+      // The running delivery workers, each renewing its row: their number and order decide which
+      // URLs each one sends to (docs/decisions.md, "The per-URL limit across instances").
+      await db.schema
+        .createTable('delivery_instances')
+        .addColumn('id', 'uuid', (c) => c.primaryKey())
+        .addColumn('seen_at', 'timestamptz', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 /** The migrations, for Kysely's `Migrator`. */

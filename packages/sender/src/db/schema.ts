@@ -136,6 +136,12 @@ export interface SigningSecretsTable {
   expires_at: Date | null;
 }
 
+/** A delivery worker that is running, and when it last said so (`delivery/membership.ts`). */
+export interface DeliveryInstancesTable {
+  id: string;
+  seen_at: Date;
+}
+
 /** The typed schema of the sender's database; migrations in `migrations.ts` create it. */
 export interface Schema {
   api_keys: ApiKeysTable;
@@ -148,4 +154,5 @@ export interface Schema {
   delivery_attempts: DeliveryAttemptsTable;
   idempotency_keys: IdempotencyKeysTable;
   signing_secrets: SigningSecretsTable;
+  delivery_instances: DeliveryInstancesTable;
 }

@@ -15,6 +15,12 @@ export interface HeldClaimsOptions {
   concurrency: number;
   /** Attempts being sent at once to one URL. */
   perUrl: number;
+  /**
+   * This instance's part of a URL's `perUrl` (its slots: all of them while alone, fewer or none
+   * while other instances share the URL). It limits the attempts sent; a URL with any slot may
+   * hold as many rows as when alone, so that claims stay as batched.
+   */
+  slots?: (url: string) => number;
   now: () => Date;
   /** Starts the attempt of a claim taken from `ready`. */
   begin: (claim: Claim) => void;
@@ -78,6 +84,16 @@ export class HeldClaims {
     this.urlCapacity = 4 * options.perUrl;
   }
 
+  /** Attempts this instance may send at once to `url`. */
+  private limitOf(url: string): number {
+    return this.options.slots ? this.options.slots(url) : this.options.perUrl;
+  }
+
+  /** Rows this instance may hold for `url`, being sent or ready: none without a slot. */
+  private capacityOf(url: string): number {
+    return this.limitOf(url) > 0 ? this.urlCapacity : 0;
+  }
+
   /** How many rows the next claim asks for, with `room` free. */
   claimLimit(room: number): number {
     const { lastShort } = this;
@@ -100,8 +116,9 @@ export class HeldClaims {
     const rooms = new Map<string, number>();
     const skipUrls: string[] = [];
     for (const [url, held] of this.perUrlHeld) {
-      if (held >= this.urlCapacity) skipUrls.push(url);
-      else rooms.set(url, this.urlCapacity - held);
+      const capacity = this.capacityOf(url);
+      if (held >= capacity) skipUrls.push(url);
+      else rooms.set(url, capacity - held);
     }
     return { skipIds, skipUrls, rooms };
   }
@@ -123,7 +140,7 @@ export class HeldClaims {
     for (const c of claims) {
       // The claim kept within each URL's room (rooms only grow while it runs); rows claimed
       // while stopping go back at once.
-      if ((this.perUrlHeld.get(c.url) ?? 0) >= this.urlCapacity || refuse) over.push(c);
+      if ((this.perUrlHeld.get(c.url) ?? 0) >= this.capacityOf(c.url) || refuse) over.push(c);
       else {
         count(this.perUrlHeld, c.url, 1);
         count(taken, c.url, 1);
@@ -132,7 +149,7 @@ export class HeldClaims {
       }
     }
     for (const [url, n] of taken) {
-      if (n >= (rooms.get(url) ?? this.urlCapacity)) this.capped.add(url);
+      if (n >= (rooms.get(url) ?? this.capacityOf(url))) this.capped.add(url);
       else this.capped.delete(url);
     }
     return over;
@@ -145,11 +162,11 @@ export class HeldClaims {
    */
   startReady(): number {
     const { ready } = this;
-    const { concurrency, perUrl, begin } = this.options;
+    const { concurrency, begin } = this.options;
     let started = 0;
     for (let i = 0; i < ready.length && this.sending < concurrency; ) {
       const c = ready[i] as Claim;
-      if ((this.perUrlCount.get(c.url) ?? 0) < perUrl) {
+      if ((this.perUrlCount.get(c.url) ?? 0) < this.limitOf(c.url)) {
         ready.splice(i, 1);
         begin(c);
         started++;
@@ -189,7 +206,7 @@ export class HeldClaims {
    * of its freed slots would read a full batch of due rows to keep one.
    */
   batching(url: string, held: number): boolean {
-    return this.capped.has(url) && held > this.urlCapacity / 2;
+    return this.capped.has(url) && held > this.capacityOf(url) / 2;
   }
 
   /** Lets go of a claim whose attempt is done (recorded, or failed to be), and wakes `nextDone`. */
@@ -219,7 +236,12 @@ export class HeldClaims {
   dropReady(): Claim[] {
     const unstarted = this.ready;
     this.ready = [];
-    for (const c of unstarted) this.inFlight.delete(c.id);
+    for (const c of unstarted) {
+      this.inFlight.delete(c.id);
+      // No longer held here: the URL's room comes back (the worker may go on claiming).
+      count(this.perUrlHeld, c.url, -1);
+      if (!this.perUrlHeld.has(c.url)) this.capped.delete(c.url);
+    }
     return unstarted;
   }
 

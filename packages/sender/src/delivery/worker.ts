@@ -8,7 +8,9 @@ import { type Claim, claimDeliveries, releaseClaims, renewLeases, WAKE_CHANNEL }
 import { HeldClaims } from './held-claims.js';
 import { createDeliveryClient, type DeliveryClient } from './http-client.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
+import { joinDeliveryInstances, type Membership, type MembershipOptions, slotsOf } from './membership.js';
 import type { DeliveryMetrics } from './metrics.js';
+import { createRefusalHints, refusalHint } from './refusal-hint.js';
 import { serialPasses } from './serial-passes.js';
 
 export type { WorkerLogger } from './logger.js';
@@ -38,6 +40,11 @@ export interface DeliveryWorkerOptions {
   random?: () => number;
   metrics?: DeliveryMetrics;
   logger?: WorkerLogger;
+  /**
+   * The heartbeat among the workers on one database, once started (default every 2 s, gone after
+   * 10 s unheard): each URL is sent to by one of them, so its limit holds across instances.
+   */
+  membership?: Pick<MembershipOptions, 'heartbeatMs' | 'expireMs'>;
 }
 
 /** The delivery worker of one sender instance. */
@@ -114,6 +121,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     options.client ?? createDeliveryClient({ resolve: options.resolve, allowPrivate: options.allowPrivate });
   const record = createAttemptRecorder({ database, now, random, logger: log });
   const keyring = signingKeyring(database);
+  const hintDue = createRefusalHints();
 
   let mode: WorkerMode = 'idle';
   /** True in `idle` and `running`: the worker claims, starts attempts and wakes itself. */
@@ -122,8 +130,16 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let renewal: NodeJS.Timeout | undefined;
   let unlisten: (() => Promise<void>) | undefined;
   let stopped: Promise<void> | undefined;
+  /** From `start()`: which URLs are this instance's (all of them until then, as for `runDue`). */
+  let membership: Membership | undefined;
 
-  const held = new HeldClaims({ concurrency, perUrl, now, begin });
+  const held = new HeldClaims({
+    concurrency,
+    perUrl,
+    now,
+    begin,
+    slots: (url) => slotsOf(url, perUrl, membership?.share()),
+  });
   const { capacity, refill, urlCapacity } = held;
   const pump = serialPasses(fill, () => !claiming);
 
@@ -149,6 +165,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           skipIds,
           maxPerUrl: urlCapacity,
           urlLimits: rooms,
+          share: membership && { ...membership.share(), perUrl },
         }),
       )
       .then((claims) => ({ claims, rooms }));
@@ -208,6 +225,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         'payhook-attempt': String(claim.attempts + 1),
       },
     });
+    const hint = outcome.ok ? undefined : refusalHint(outcome, claim.business_id);
+    if (hint && hintDue(claim.url, hint)) {
+      log.warn(
+        { url: claim.url, event: claim.event_id, status: outcome.statusCode },
+        `${claim.url}: ${hint}`,
+      );
+    }
     const label = outcome.ok ? 'delivered' : (outcome.error?.code ?? 'failed');
     metrics?.attempts.inc({ outcome: label });
     metrics?.attemptDuration.observe({ outcome: label }, (performance.now() - t0) / 1000);
@@ -281,6 +305,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       clearInterval(poll);
       clearInterval(renewal);
       await unlisten?.().catch(() => {});
+      await membership
+        ?.leave()
+        .catch((error: unknown) => log.error({ err: error }, 'leaving the instances failed'));
       await pump.current()?.catch(() => {});
       // Rows claimed ahead and never begun go back at once.
       await release(held.dropReady()).catch((error: unknown) =>
@@ -312,6 +339,21 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   return {
     async start() {
       setMode('running');
+      // PGlite's directory is one process's (its lock refuses a second): no one to share with.
+      if (database.kind === 'postgres')
+        membership = await joinDeliveryInstances(database, {
+          ...options.membership,
+          // Another instance joined or left: the URLs moved. Rows claimed ahead and not begun go
+          // back, due, for whichever instance now sends to their URL.
+          onChange: (share) => {
+            log.info(share, 'delivery instances changed');
+            release(held.dropReady()).catch((error: unknown) =>
+              log.error({ err: error }, 'releasing deliveries failed'),
+            );
+            wake();
+          },
+          onError: (error) => log.error({ err: error }, 'the delivery instances heartbeat failed'),
+        });
       unlisten = await database.listen(WAKE_CHANNEL, wake);
       poll = setInterval(wake, pollIntervalMs);
       poll.unref();

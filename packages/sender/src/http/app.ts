@@ -9,13 +9,15 @@ import type { Database } from '../db/database.js';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../delivery/metrics.js';
 import { ApiError } from '../errors.js';
 import type { Resolver } from '../net/webhook-url.js';
-import { VERSION } from '../version.js';
 import { beneficiaryRoutes } from './beneficiaries.js';
 import { customerRoutes } from './customers.js';
-import { ERROR_BODY_SCHEMA, malformedRequest, toApiError } from './errors.js';
+import { malformedRequest, toApiError } from './errors.js';
 import { eventRoutes } from './events.js';
+import { healthRoutes } from './health.js';
 import { idempotency } from './idempotency.js';
 import { inspectionError, inspectJson } from './json-body.js';
+import { listenRoutes } from './listen.js';
+import { OPENAPI_OPTIONS, tagRoutes } from './openapi.js';
 import { paymentRoutes } from './payments.js';
 import { sessionRoutes } from './sessions.js';
 import { settingsRoutes } from './settings.js';
@@ -183,28 +185,27 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   idempotency(app, database);
   // OpenAPI 3.1 generated from the route schemas (the wire shapes come from @payhook/core), and
   // rendered at /docs with the assets the UI package ships (nothing fetched from elsewhere).
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'payhook reference sender',
-        version: VERSION,
-        description:
-          'Payment sessions, payments, customers, beneficiaries and settings; events are delivered to every registered webhook URL. Every error answers with the Error schema: a stable code, its status, a message and the fields that failed.',
-      },
-      components: {
-        securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-        schemas: { Error: ERROR_BODY_SCHEMA },
-      },
-      security: [{ bearer: [] }],
-    },
-  });
+  tagRoutes(app);
+  await app.register(swagger, OPENAPI_OPTIONS);
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  app.get('/healthz', async () => ({ ok: true, storage: database.kind }));
+  await app.register(healthRoutes, { database });
   const metrics = options.metrics ?? createDeliveryMetrics(database);
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+  const metricsSchema = {
+    summary: 'Delivery metrics in the Prometheus text format',
+    description:
+      'Needs no API key: counters and histograms of delivery attempts, and the queue. No secret is ever in them.',
+    operationId: 'getMetrics',
+    security: [],
+    response: {
+      200: {
+        description: 'Prometheus text format',
+        content: { 'text/plain': { schema: { type: 'string' } } },
+      },
+    },
+  };
+  app.get('/metrics', { schema: metricsSchema }, async (_request, reply) => {
     reply.type(metrics.registry.contentType);
     return metrics.registry.metrics();
   });
@@ -215,5 +216,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(paymentRoutes, { database, config });
   await app.register(sessionRoutes, { database });
   await app.register(eventRoutes, { database });
+  await app.register(listenRoutes, { database });
   return app;
 }

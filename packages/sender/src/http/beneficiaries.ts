@@ -81,7 +81,14 @@ export const beneficiaryRoutes: FastifyPluginAsync<{ database: Database }> = asy
 
   app.post<{ Body: Static<typeof Envelope> & Record<string, unknown> }>(
     '/beneficiaries',
-    { schema: { body: Envelope, response: { 201: Type.Object({ data: BeneficiarySchema }) } } },
+    {
+      schema: {
+        summary: 'Create a beneficiary',
+        operationId: 'createBeneficiary',
+        body: Envelope,
+        response: { 201: Type.Object({ data: BeneficiarySchema }) },
+      },
+    },
     async (request, reply) => {
       const { businessId, mode } = request.principal;
       const body: Record<string, unknown> = request.body;
@@ -148,6 +155,8 @@ export const beneficiaryRoutes: FastifyPluginAsync<{ database: Database }> = asy
     '/beneficiaries',
     {
       schema: {
+        summary: 'List beneficiaries',
+        operationId: 'listBeneficiaries',
         querystring: PageQuery,
         response: { 200: Type.Object({ data: Type.Array(BeneficiarySchema), pagination: Pagination }) },
       },

@@ -47,6 +47,8 @@ export const customerRoutes: FastifyPluginAsync<{ database: Database }> = async 
     '/customers',
     {
       schema: {
+        summary: 'Create a customer',
+        operationId: 'createCustomer',
         description:
           '`email` has exactly one @, 1 to 64 characters before it, a domain of at least two dot-separated labels after it, and no whitespace or control characters (CR and LF included); at most 254 characters. Otherwise 422.',
         body: CustomerInputSchema,
@@ -91,6 +93,8 @@ export const customerRoutes: FastifyPluginAsync<{ database: Database }> = async 
     '/customers',
     {
       schema: {
+        summary: 'List customers',
+        operationId: 'listCustomers',
         querystring: PageQuery,
         response: { 200: Type.Object({ data: Type.Array(CustomerSchema), pagination: Pagination }) },
       },

@@ -105,6 +105,51 @@ export function malformedRequest(error: unknown): ApiError {
   return frameworkError(error) ?? new ApiError('invalid_request', 'The request is not valid HTTP.');
 }
 
+/** What a page size is, said wherever `limit` is refused. */
+export const LIMIT_MESSAGE = 'must be an integer from 1 to 100 (the page size; default 15)';
+
+type ValidationError = NonNullable<FastifyLikeError['validation']>[number] & { keyword?: string };
+
+/**
+ * The fields that failed, one line each: a value outside a set of constants (TypeBox's union of
+ * literals, which Ajv reports as one "must be equal to constant" per member and an anyOf) becomes
+ * "must be one of a, b, c"; `limit` says what a page size is.
+ */
+function validationDetails(
+  validation: ValidationError[],
+  context: string | undefined,
+): { field: string; message: string }[] {
+  const fields = new Map<string, { messages: string[]; allowed: unknown[]; anyOf: boolean }>();
+  for (const v of validation) {
+    const missing = v.params?.missingProperty;
+    const field =
+      `${(v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.')}${typeof missing === 'string' ? (v.instancePath ? '.' : '') + missing : ''}` ||
+      context ||
+      'body';
+    const entry = fields.get(field) ?? { messages: [], allowed: [], anyOf: false };
+    fields.set(field, entry);
+    if (v.keyword === 'const' && v.params && 'allowedValue' in v.params)
+      entry.allowed.push(v.params.allowedValue);
+    else if (v.keyword === 'anyOf') entry.anyOf = true;
+    else entry.messages.push(v.message ?? 'is invalid');
+  }
+  const details: { field: string; message: string }[] = [];
+  for (const [field, { messages, allowed, anyOf }] of fields) {
+    if (field === 'limit' || field.endsWith('.limit')) {
+      details.push({ field, message: LIMIT_MESSAGE });
+      continue;
+    }
+    if (allowed.length > 0 && (anyOf || allowed.length === 1) && messages.length === 0) {
+      details.push({ field, message: `must be one of ${allowed.map(String).join(', ')}` });
+      continue;
+    }
+    for (const message of messages) details.push({ field, message });
+    if (allowed.length > 0)
+      details.push({ field, message: `must be one of ${allowed.map(String).join(', ')}` });
+  }
+  return details;
+}
+
 /**
  * Maps every error the service can meet, Fastify's own included, to the API's error body and
  * status (DESIGN.md, "The reference sender": errors), so that no client input reaches a 500.
@@ -113,11 +158,7 @@ export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   const e = (error ?? {}) as FastifyLikeError;
   if (e.validation) {
-    const details = e.validation.map((v) => {
-      const missing = v.params?.missingProperty;
-      const path = `${(v.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.')}${typeof missing === 'string' ? (v.instancePath ? '.' : '') + missing : ''}`;
-      return { field: path || e.validationContext || 'body', message: v.message ?? 'is invalid' };
-    });
+    const details = validationDetails(e.validation, e.validationContext);
     // A body that is not an object is a malformed request (400); fields that fail are 422.
     if (
       e.validationContext === 'body' &&

@@ -7,6 +7,8 @@ import { registeredUrls } from '../delivery/outbox.js';
 import { redeliverEvent, redeliverFailed } from '../delivery/redeliver.js';
 import { ApiError } from '../errors.js';
 import { UUID } from '../ids.js';
+import { CLI_DESTINATION_PREFIX } from '../listen/record.js';
+import { isoMicros } from '../timestamps.js';
 import { responseStored, storeResponse } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
@@ -90,10 +92,13 @@ const RedeliverSince = Type.Object(
 );
 
 /** An event's delivery status, from its deliveries (see `delivery_status` in the schema). */
+const CLI_LIKE = `${CLI_DESTINATION_PREFIX}%`;
+// A listener's deliveries (`cli:<id>`, what a developer's machine did) are shown with the others
+// but never make an event failed or delivered.
 const deliveryStatus = sql<DeliveryStatus>`case
   when exists (select 1 from deliveries d where d.event_id = events.id and d.status = 'pending') then 'pending'
-  when exists (select 1 from deliveries d where d.event_id = events.id and d.status = 'failed' and d.superseded_by is null) then 'failed'
-  when exists (select 1 from deliveries d where d.event_id = events.id) then 'delivered'
+  when exists (select 1 from deliveries d where d.event_id = events.id and d.status = 'failed' and d.superseded_by is null and d.url not like ${CLI_LIKE}) then 'failed'
+  when exists (select 1 from deliveries d where d.event_id = events.id and d.url not like ${CLI_LIKE}) then 'delivered'
   else 'none' end`;
 
 interface EventRow {
@@ -107,7 +112,7 @@ interface EventRow {
   delivery_status: DeliveryStatus;
 }
 
-const iso = (date: Date | string | null) => (date === null ? null : new Date(date).toISOString());
+const iso = (date: Date | string | null) => (date === null ? null : isoMicros(date));
 
 function toEvent(row: EventRow) {
   return {
@@ -115,7 +120,7 @@ function toEvent(row: EventRow) {
     type: row.type,
     mode: row.mode,
     payment_id: row.payment_id,
-    created_at: new Date(row.created_at).toISOString(),
+    created_at: isoMicros(row.created_at),
     delivery_status: row.delivery_status,
     payload: JSON.parse(row.payload) as { event: string; data: unknown; checksum: string },
   };
@@ -163,6 +168,8 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
     '/events',
     {
       schema: {
+        summary: 'List events',
+        operationId: 'listEvents',
         querystring: EventQuery,
         response: { 200: Type.Object({ data: Type.Array(EventSummary), pagination: Pagination }) },
       },
@@ -194,6 +201,8 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
     '/events/:id',
     {
       schema: {
+        summary: 'Get an event, with its deliveries and their attempts',
+        operationId: 'getEvent',
         response: {
           200: Type.Object({
             data: Type.Intersect([EventSummary, Type.Object({ deliveries: Type.Array(Delivery) })]),
@@ -232,7 +241,7 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
             url: d.url,
             status: d.status,
             attempt_count: d.attempts,
-            created_at: new Date(d.created_at).toISOString(),
+            created_at: isoMicros(d.created_at),
             next_attempt_at: d.status === 'pending' ? iso(d.next_attempt_at) : null,
             finished_at: iso(d.finished_at),
             superseded_by: d.superseded_by,
@@ -241,7 +250,7 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
               .map((a) => ({
                 attempt: a.attempt,
                 url: a.url,
-                started_at: new Date(a.started_at).toISOString(),
+                started_at: isoMicros(a.started_at),
                 latency_ms: a.latency_ms,
                 status_code: a.status_code,
                 response_body: a.response_body,
@@ -257,6 +266,8 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
     '/events/:id/redeliver',
     {
       schema: {
+        summary: 'Redeliver an event to every registered URL',
+        operationId: 'redeliverEvent',
         // No body is needed; an empty JSON object or none at all is accepted, anything else is 400.
         body: NoBody,
         response: {
@@ -298,6 +309,10 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
     '/events/redeliver',
     {
       schema: {
+        summary: 'Redeliver every failed delivery since a time',
+        operationId: 'redeliverFailed',
+        description:
+          'Only deliveries whose status is failed (every attempt over 48 hours refused) are sent again, each as a new delivery with its own 48 hours; delivered and pending deliveries are left alone. Answers how many were redelivered.',
         body: RedeliverSince,
         response: { 202: Type.Object({ data: Type.Object({ redelivered: Type.Integer() }) }) },
       },

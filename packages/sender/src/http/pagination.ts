@@ -1,6 +1,7 @@
 import { type SqlBool, sql } from 'kysely';
 import { type Static, Type } from 'typebox';
 import { ApiError } from '../errors.js';
+import { LIMIT_MESSAGE } from './errors.js';
 
 /** Query of a list route: `limit` (default 15, at most 100), and one of the cursors `after` / `before`. */
 export const PageQuery = Type.Object(
@@ -72,8 +73,8 @@ export function decodeCursor(cursor: string, parameter: 'after' | 'before'): Pos
 export function direction(query: PageQuery): { limit: number; after?: Position; before?: Position } {
   const limit = query.limit === undefined ? 15 : Number(query.limit);
   if (limit < 1 || limit > 100) {
-    throw new ApiError('invalid_request', '"limit" is from 1 to 100.', {
-      details: [{ field: 'limit', message: 'must be from 1 to 100' }],
+    throw new ApiError('invalid_request', `"limit" ${LIMIT_MESSAGE}.`, {
+      details: [{ field: 'limit', message: LIMIT_MESSAGE }],
     });
   }
   if (query.after && query.before) {

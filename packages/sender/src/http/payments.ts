@@ -9,7 +9,8 @@ import type { Database } from '../db/database.js';
 import { eventWrite } from '../delivery/outbox.js';
 import { ApiError, type FieldError } from '../errors.js';
 import { UUID } from '../ids.js';
-import { isoMicros, type Payment } from '../payments/payment.js';
+import type { Payment } from '../payments/payment.js';
+import { isoMicros } from '../timestamps.js';
 import { emailProblem } from './email.js';
 import { responseStored, responseUpdate } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
@@ -163,6 +164,8 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
     '/payment-sessions',
     {
       schema: {
+        summary: 'Capture a payment session',
+        operationId: 'capturePaymentSession',
         description: `\`amount\` is an integer in the smallest unit, from ${MINIMUM_AMOUNT} to ${MAXIMUM_AMOUNT} (2^53 - 1); anything else, 1e308 or 9007199254740993 included, is 422. A customer's \`email\` has one @ and a domain with a dot, and no whitespace or control characters.`,
         body: Type.Object({}, { additionalProperties: true }),
         response: { 201: Type.Object({ data: SessionEnvelopeSchema }) },
@@ -226,7 +229,7 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
         amount: input.amount,
         currency: input.currency,
         description: input.description,
-        date: now.toISOString(),
+        date: isoMicros(now),
         status: 'pending',
         cancellation_reason: null,
         mode,
@@ -274,7 +277,13 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
 
   app.get<{ Params: { id: string } }>(
     '/payments/:id',
-    { schema: { response: { 200: Type.Object({ data: PaymentSchema }) } } },
+    {
+      schema: {
+        summary: 'Get a payment',
+        operationId: 'getPayment',
+        response: { 200: Type.Object({ data: PaymentSchema }) },
+      },
+    },
     async (request) => {
       const { businessId, mode } = request.principal;
       const { id } = request.params;
@@ -296,6 +305,8 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
     '/payments',
     {
       schema: {
+        summary: 'List payments',
+        operationId: 'listPayments',
         querystring: Type.Intersect([
           PageQuery,
           Type.Object({ status: Type.Optional(Type.Union(STATUSES.map((s) => Type.Literal(s)))) }),

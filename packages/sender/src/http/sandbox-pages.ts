@@ -5,7 +5,8 @@ import { Type } from 'typebox';
 import type { Database } from '../db/database.js';
 import { ApiError } from '../errors.js';
 import { UUID } from '../ids.js';
-import { isoMicros, type Payment } from '../payments/payment.js';
+import type { Payment } from '../payments/payment.js';
+import { isoMicros } from '../timestamps.js';
 
 /** What each capture link of a method stands for (the `method` query of `/sandbox/pay/{id}`). */
 const STEPS = {
@@ -114,6 +115,7 @@ export const sandboxPages: FastifyPluginAsync<{ database: Database }> = async (a
     '/sandbox/pay/:payment_id',
     {
       schema: {
+        operationId: 'getSandboxPaymentPage',
         summary: 'Sandbox: the page a capture link opens (public; test-mode payments only)',
         security: [],
         querystring: Type.Object(
@@ -182,6 +184,7 @@ The sandbox completion API does, with a test key of the business:</p>
     '/sandbox/qr/:file',
     {
       schema: {
+        operationId: 'getSandboxQrImage',
         summary:
           "Sandbox: the image of a wallet capture's qr_url, {id}.png (public; test-mode payments only)",
         security: [],

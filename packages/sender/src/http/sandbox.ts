@@ -46,6 +46,7 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
     '/sandbox/payment-sessions/:payment_id/complete',
     {
       schema: {
+        operationId: 'completeSandboxPayment',
         summary: 'Sandbox: the customer pays, or their payment fails (test keys only)',
         body: Type.Object(
           {
@@ -105,6 +106,7 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
     '/sandbox/payment-sessions/:payment_id/settle',
     {
       schema: {
+        operationId: 'settleSandboxPayment',
         summary: 'Sandbox: credit a captured payment to the business (test keys only)',
         body: NoBody,
         response: Answer,
@@ -135,6 +137,7 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
     '/sandbox/payment-sessions/:payment_id/expire',
     {
       schema: {
+        operationId: 'expireSandboxSession',
         summary: "Sandbox: move a pending session's clock past expires_at (test keys only)",
         body: NoBody,
         response: Answer,

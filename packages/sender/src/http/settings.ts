@@ -26,7 +26,14 @@ export const settingsRoutes: FastifyPluginAsync<{
 }> = async (app, { database, config, resolve }) => {
   app.patch<{ Body: Static<typeof SettingsBody> }>(
     '/accounts/settings',
-    { schema: { body: SettingsBody, response: { 200: Type.Object({ data: Settings }) } } },
+    {
+      schema: {
+        summary: 'Update the account settings (webhook URLs, MFA)',
+        operationId: 'updateSettings',
+        body: SettingsBody,
+        response: { 200: Type.Object({ data: Settings }) },
+      },
+    },
     async (request) => {
       const { businessId, mode } = request.principal;
       const body = request.body;

@@ -61,6 +61,7 @@ export const signingSecretRoutes: FastifyPluginAsync<{ database: Database }> = a
     '/accounts/signing-secrets',
     {
       schema: {
+        operationId: 'listSigningSecrets',
         summary: 'The signing secrets of this business (current first)',
         description: DESCRIPTION,
         response: { 200: SigningSecrets },
@@ -76,6 +77,7 @@ export const signingSecretRoutes: FastifyPluginAsync<{ database: Database }> = a
     '/accounts/signing-secrets/rotate',
     {
       schema: {
+        operationId: 'rotateSigningSecret',
         summary: 'Rotate the signing secret: a new one becomes current, the previous one overlaps',
         description: `${DESCRIPTION} During the overlap every attempt carries one signature per valid secret, space-separated, so receivers holding either secret accept it. At most 5 secrets are valid at once.`,
         body: RotateBody,

@@ -96,7 +96,7 @@ export async function checkWebhookUrl(
     return {
       ok: false,
       code: 'non_public_address',
-      message: `${host} is or resolves to a non-public address (${refused.map((c) => `${c.address}: ${c.class}`).join(', ')}); webhook URLs must be publicly reachable.`,
+      message: `${host} is or resolves to a non-public address (${refused.map((c) => `${c.address}: ${c.class}`).join(', ')}); webhook URLs must be publicly reachable. For a receiver on your own machine or network, in development only, start the sender with \`payhook serve --allow-private-webhooks\` (PAYHOOK_ALLOW_PRIVATE_WEBHOOKS=1).`,
       addresses: classes,
     };
   }

@@ -3,6 +3,7 @@
 import { generateSigningSecret } from '@payhook/core';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Mode, Schema } from '../db/schema.js';
+import { isoMicros } from '../timestamps.js';
 
 /** A business in one mode: test and live have their own secrets. */
 export interface SecretOwner {
@@ -73,8 +74,8 @@ export async function listSigningSecrets(db: Db, principal: SecretOwner): Promis
   return rows.map((row) => ({
     secret: row.secret,
     current: row.expires_at === null,
-    created_at: new Date(row.created_at).toISOString(),
-    expires_at: row.expires_at === null ? null : new Date(row.expires_at).toISOString(),
+    created_at: isoMicros(row.created_at),
+    expires_at: row.expires_at === null ? null : isoMicros(row.expires_at),
   }));
 }
 

@@ -1,6 +1,7 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { PREPARE } from '../../db/database.js';
 import type { Mode, Schema } from '../../db/schema.js';
+import { slotsSql, type UrlShare } from '../membership.js';
 
 /** A claimed delivery, with what its attempt sends. */
 export interface Claim {
@@ -33,6 +34,11 @@ export interface ClaimOptions {
   maxPerUrl?: number;
   /** Lower limits for some URLs (the room they have left), within `maxPerUrl`. */
   urlLimits?: ReadonlyMap<string, number>;
+  /**
+   * With several instances: URLs where this one has none of the slots of their limit `perUrl`
+   * (`slotsOf`) are left alone; the others are claimed as when alone.
+   */
+  share?: UrlShare & { perUrl: number };
 }
 
 /**
@@ -55,11 +61,13 @@ export async function claimDeliveries(
   db: Kysely<Schema> | Transaction<Schema>,
   options: ClaimOptions,
 ): Promise<Claim[]> {
-  const { now, leaseMs, limit, skipUrls = [], skipIds = [], maxPerUrl, urlLimits } = options;
+  const { now, leaseMs, limit, skipUrls = [], skipIds = [], maxPerUrl, urlLimits, share } = options;
   const leaseEnd = new Date(now.getTime() + leaseMs);
+  const shared = share && share.count > 1 ? share : undefined;
   const filters = sql`status = 'pending' and next_attempt_at <= ${now}
     ${skipUrls.length > 0 ? sql`and url <> all(${skipUrls}::text[])` : sql``}
-    ${skipIds.length > 0 ? sql`and id <> all(${skipIds}::uuid[])` : sql``}`;
+    ${skipIds.length > 0 ? sql`and id <> all(${skipIds}::uuid[])` : sql``}
+    ${shared ? sql`and ${slotsSql(shared.perUrl, shared)} > 0` : sql``}`;
   const perUrl = Math.min(maxPerUrl ?? limit, limit);
   // Only a limit below the claim's own can keep a row out.
   const limits = urlLimits ? [...urlLimits].filter(([, n]) => n < perUrl) : [];

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Mode, Schema } from '../../db/schema.js';
+import { CLI_DESTINATION_PREFIX } from '../../listen/record.js';
 
 /** Which failed deliveries {@link lockFailedDeliveries} takes. */
 export interface FailedSince {
@@ -25,17 +26,21 @@ export function lockFailedDeliveries(
   tx: Transaction<Schema> | Kysely<Schema>,
   { businessId, mode, since, until }: FailedSince,
 ): Promise<{ id: string; event_id: string; url: string }[]> {
-  return tx
-    .selectFrom('deliveries as d')
-    .innerJoin('events as e', 'e.id', 'd.event_id')
-    .select(['d.id', 'd.event_id', 'd.url'])
-    .where('e.business_id', '=', businessId)
-    .where('e.mode', '=', mode)
-    .where('e.created_at', '>=', since)
-    .where('e.created_at', '<', until)
-    .where('d.status', '=', 'failed')
-    .where('d.superseded_by', 'is', null)
-    .forUpdate('d')
-    .skipLocked()
-    .execute();
+  return (
+    tx
+      .selectFrom('deliveries as d')
+      .innerJoin('events as e', 'e.id', 'd.event_id')
+      .select(['d.id', 'd.event_id', 'd.url'])
+      .where('e.business_id', '=', businessId)
+      .where('e.mode', '=', mode)
+      .where('e.created_at', '>=', since)
+      .where('e.created_at', '<', until)
+      .where('d.status', '=', 'failed')
+      .where('d.superseded_by', 'is', null)
+      // A listener's deliveries (`cli:<id>`) are not sent by the worker: never redelivered.
+      .where('d.url', 'not like', `${CLI_DESTINATION_PREFIX}%`)
+      .forUpdate('d')
+      .skipLocked()
+      .execute()
+  );
 }
