@@ -1,13 +1,15 @@
 import packageJson from '../package.json' with { type: 'json' };
-import { CliError, type Command, EXIT, type Io } from './command.js';
+import { CliError, type Command, closest, EXIT, type Io } from './command.js';
+import { check } from './commands/check.js';
 import { demo } from './commands/demo.js';
 import { keys } from './commands/keys.js';
+import { listen } from './commands/listen.js';
 import { serve } from './commands/serve.js';
 import { sign } from './commands/sign.js';
 import { trigger } from './commands/trigger.js';
 import { verify } from './commands/verify.js';
 
-const COMMANDS: Command[] = [demo, serve, trigger, sign, verify, keys];
+const COMMANDS: Command[] = [demo, serve, trigger, listen, check, sign, verify, keys];
 
 const HELP = `payhook: the webhook toolkit of the payment collection and payouts service
 
@@ -35,8 +37,12 @@ export async function main(argv: string[], io: Io): Promise<number> {
   }
   const command = COMMANDS.find((c) => c.name === name);
   if (!command) {
+    const suggestion = closest(
+      name,
+      COMMANDS.map((c) => c.name),
+    );
     io.stderr.write(
-      `payhook: unknown command ${JSON.stringify(name)}. Run \`payhook --help\` for the list.\n`,
+      `payhook: unknown command ${JSON.stringify(name)}.${suggestion ? ` Did you mean ${suggestion}?` : ''} Run \`payhook --help\` for the list.\n`,
     );
     return EXIT.usage;
   }

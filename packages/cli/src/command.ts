@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { parseSigningSecret, type SigningKey } from '@payhook/core';
 
 /**
  * Exit codes of every command (documented in the README): 0 success; 1 the thing checked is not
@@ -73,10 +74,48 @@ export function parse<O extends Options>(
     return { values: parsed.values as Values<O>, positionals: parsed.positionals };
   } catch (error) {
     if (error instanceof CliError) throw error;
+    const message = (error as Error).message.replace(/\. To specify.*$/s, '').replace(/\.?$/, '.');
+    const unknown = /^Unknown option '(--[^']+)'/.exec(message)?.[1];
+    const suggestion = unknown && closest(unknown, [...Object.keys(options).map((o) => `--${o}`), '--help']);
     throw new CliError(
-      `${(error as Error).message.replace(/\. To specify.*$/s, '.')} See: payhook ${command} --help`,
+      `${message}${suggestion ? ` Did you mean ${suggestion}?` : ''} See: payhook ${command} --help`,
     );
   }
+}
+
+/**
+ * The candidate nearest to `input` by edit distance, if it is near enough to be a typo (at most a
+ * third of its length, and 3, away); undefined otherwise.
+ */
+export function closest(input: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.min(3, Math.floor(input.length / 3));
+  for (const candidate of candidates) {
+    const d = editDistance(input, candidate);
+    if (d <= bestDistance && (best === undefined || d < editDistance(input, best))) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      current[j] = Math.min(
+        (previous[j] as number) + 1,
+        (current[j - 1] as number) + 1,
+        (previous[j - 1] as number) + cost,
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length] as number;
 }
 
 /** Reads a required string option, or fails naming it. */
@@ -101,8 +140,18 @@ export function oneOf<T extends string>(
   return value as T;
 }
 
-/** Reads all of standard input as text. */
-export async function readStdin(io: Io): Promise<string> {
+/**
+ * What to say on stderr before reading standard input: the command would otherwise seem to hang
+ * when run in a terminal with nothing piped in. Nothing when standard input is a pipe or a file.
+ */
+export function stdinPrompt(stdinIsTTY: boolean | undefined, command: string, waitingFor: string): string {
+  if (!stdinIsTTY) return '';
+  return `Reading ${waitingFor} from standard input; end it with Ctrl-D, or see: payhook ${command} --help\n`;
+}
+
+/** Reads all of standard input as text, first saying what it awaits when it is a terminal. */
+export async function readStdin(io: Io, command: string, waitingFor: string): Promise<string> {
+  io.stderr.write(stdinPrompt((io.stdin as { isTTY?: boolean }).isTTY, command, waitingFor));
   const chunks: Buffer[] = [];
   for await (const chunk of io.stdin)
     chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
@@ -119,4 +168,17 @@ export function painter(io: Io) {
   const on = Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
   const paint = (code: number) => (s: string) => (on ? `\x1b[${code}m${s}\x1b[0m` : s);
   return { on, green: paint(32), red: paint(31), yellow: paint(33), dim: paint(2), bold: paint(1) };
+}
+
+/** Reads `--secret` values into signing keys, or fails saying what is wrong (never echoing a secret). */
+export function signingKeys(secrets: readonly string[]): SigningKey[] {
+  return secrets.map((secret, index) => {
+    try {
+      return parseSigningSecret(secret);
+    } catch (error) {
+      throw new CliError(
+        `--secret${secrets.length > 1 ? ` #${index + 1}` : ''}: ${(error as Error).message}`,
+      );
+    }
+  });
 }

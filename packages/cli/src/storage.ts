@@ -1,4 +1,4 @@
-import { type Database, DataDirLockedError, openDatabase } from '@payhook/sender';
+import type { Database } from '@payhook/sender';
 import { CliError, EXIT } from './command.js';
 
 /** Where a command's sender data lives: `--database-url`, or a PGlite `--data-dir`. */
@@ -22,6 +22,8 @@ export async function openStorage(
   }
   const url =
     flags['database-url'] ?? (flags['data-dir'] === undefined ? env.DATABASE_URL || undefined : undefined);
+  // Loaded on use: the commands that open no storage start without the sender's package.
+  const { DataDirLockedError, openDatabase } = await import('@payhook/sender');
   try {
     return await openDatabase(
       url ? { url } : { dataDir: flags['data-dir'] ?? env.PAYHOOK_DATA_DIR ?? './.payhook' },

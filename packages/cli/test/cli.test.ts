@@ -1,41 +1,12 @@
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { createReceiver } from '@payhook/core';
-import { payhook } from '@payhook/express';
-import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../test/support/free-port.js';
+import { bin, payhookCli, startTriggerReceiver } from './run-cli.js';
 
-// The built command, run as a user runs it: a process, its output and its exit code.
-const bin = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const BIZ = 'b7e1c2d3-4f5a-4b6c-8d7e-9f0a1b2c3d4e';
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function payhookCli(
-  args: string[],
-  options: { input?: string; env?: Record<string, string> } = {},
-): Promise<Run> {
-  const child = spawn(process.execPath, [bin, ...args], {
-    env: { ...process.env, NO_COLOR: '1', ...options.env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c) => (stdout += c));
-  child.stderr.on('data', (c) => (stderr += c));
-  child.stdin.end(options.input ?? '');
-  return once(child, 'exit').then(([code]) => ({ code: code as number | null, stdout, stderr }));
-}
 
 describe('payhook, the command', { timeout: 60_000 }, () => {
   it('lists its commands and exit codes with --help, and each command has help with examples', async () => {
@@ -55,17 +26,91 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
     const unknown = await payhookCli(['fly']);
     expect(unknown).toMatchObject({ code: 2 });
     expect(unknown.stderr).toContain('unknown command "fly"');
+    expect(unknown.stderr).not.toContain('Did you mean');
+    expect((await payhookCli(['serv'])).stderr).toContain('unknown command "serv". Did you mean serve?');
+    const action = await payhookCli(['keys', 'revok', 'sk_test_AbCd']);
+    expect(action.code).toBe(2);
+    expect(action.stderr).toContain('not "revok". Did you mean revoke?');
     const flag = await payhookCli(['sign', '--business', 'x']);
     expect(flag.code).toBe(2);
     expect(flag.stderr).toContain("Unknown option '--business'");
     expect(flag.stderr).toContain('payhook sign --help');
     const missing = await payhookCli(['verify']);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('--business-id is required');
+    expect(missing.stderr).toContain('--business-id or --secret is required');
+    const typo = await payhookCli(['sign', '--busines-id', 'x']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain(
+      "Unknown option '--busines-id'. Did you mean --business-id? See: payhook sign --help",
+    );
+    const event = await payhookCli([
+      'trigger',
+      'payment.sesion.succeeded',
+      '--to',
+      'http://127.0.0.1:9/',
+      '--business-id',
+      BIZ,
+    ]);
+    expect(event.code).toBe(2);
+    expect(event.stderr).toContain(
+      'Unknown event "payment.sesion.succeeded". Did you mean payment.session.succeeded?',
+    );
+    expect(event.stderr).toContain('add --allow-unknown-event');
+    const far = await payhookCli([
+      'trigger',
+      'invoice.paid',
+      '--to',
+      'http://127.0.0.1:9/',
+      '--business-id',
+      BIZ,
+    ]);
+    expect(far.stderr).not.toContain('Did you mean');
+    expect((await payhookCli(['trigger', '--help'])).stdout).toContain(
+      'Events: payment.session.created, payment.session.succeeded, payment.session.failed',
+    );
     const mode = await payhookCli(['verify', '--business-id', BIZ, '--canonicalization', 'xml']);
     expect(mode.code).toBe(2);
     expect(mode.stderr).toContain('auto, jcs, lexical');
     expect((await payhookCli([])).code).toBe(2);
+  });
+
+  it('says what it reads when standard input is a terminal, and not when it is a pipe', async () => {
+    // A pseudo-terminal through util-linux's script(1), as a user typing into the command.
+    const inTerminal = (args: string) => {
+      const child = spawn('script', ['-qec', `exec "${process.execPath}" "${bin}" ${args}`, '/dev/null'], {
+        env: { ...process.env, NO_COLOR: '1', SHELL: '/bin/sh' },
+      });
+      const run = { child, output: '', error: undefined as Error | undefined };
+      child.on('error', (error) => {
+        run.error = new Error(`script(1) (util-linux) is needed for this test: ${error.message}`);
+      });
+      child.stdout.on('data', (chunk) => {
+        run.output += chunk;
+      });
+      return run;
+    };
+    const sign = inTerminal(`sign --business-id ${BIZ}`);
+    const verify = inTerminal(`verify --business-id ${BIZ}`);
+    try {
+      await expect
+        .poll(() => sign.error ?? sign.output, { timeout: 20_000 })
+        .toContain(
+          "Reading the event's data (JSON) from standard input; end it with Ctrl-D, or see: payhook sign --help",
+        );
+      sign.child.stdin.write('{"id":"pay_1"}\n');
+      sign.child.stdin.write('\x04');
+      await expect.poll(() => sign.output, { timeout: 20_000 }).toContain('"checksum"');
+      await expect
+        .poll(() => verify.error ?? verify.output, { timeout: 20_000 })
+        .toContain('from standard input; end it with Ctrl-D, or see: payhook verify --help');
+    } finally {
+      sign.child.kill();
+      verify.child.kill();
+    }
+    const piped = await payhookCli(['sign', '--business-id', BIZ], { input: '{"id":"pay_1"}' });
+    expect(piped.stderr).toBe('');
+    const verified = await payhookCli(['verify', '--business-id', BIZ], { input: piped.stdout });
+    expect(verified).toMatchObject({ code: 0, stderr: '' });
   });
 
   it('signs data from stdin and verifies the result (sign | verify)', async () => {
@@ -125,25 +170,13 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
   });
 
   describe('trigger', () => {
-    let server: ReturnType<ReturnType<typeof express>['listen']>;
+    let target: Awaited<ReturnType<typeof startTriggerReceiver>>;
     let url: string;
-    const handled: string[] = [];
-
     beforeAll(async () => {
-      const receiver = createReceiver({ businessIds: [BIZ], allowedIps: ['127.0.0.1', '::1'] });
-      receiver.onAny((event) => {
-        handled.push(event.event);
-      });
-      const app = express();
-      app.use('/webhooks', payhook(receiver));
-      server = app.listen(0, '127.0.0.1');
-      await once(server, 'listening');
-      url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks/`;
+      target = await startTriggerReceiver({ businessIds: [BIZ] });
+      url = target.url;
     });
-    afterAll(() => {
-      server?.closeAllConnections();
-      server?.close();
-    });
+    afterAll(() => target?.close());
 
     it('sends a signed fixture event to a real receiver and prints its answer', async () => {
       const run = await payhookCli([
@@ -175,7 +208,9 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
         payload: { event: 'payment.session.failed' },
       });
       expect(parsed.payload.data).toMatchObject({ status: 'failed', payment_method: { type: 'card' } });
-      await expect.poll(() => handled).toEqual(['payment.session.succeeded', 'payment.session.failed']);
+      await expect
+        .poll(() => target.handled)
+        .toEqual(['payment.session.succeeded', 'payment.session.failed']);
     });
 
     it('sends data from a file, exits 1 when the receiver refuses and 3 when it cannot be reached', async () => {
@@ -186,6 +221,7 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
         const custom = await payhookCli([
           'trigger',
           'payment.refund.created',
+          '--allow-unknown-event',
           '--data',
           file,
           '--to',
@@ -232,73 +268,6 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
         await rm(dir, { recursive: true, force: true });
       }
     });
-  });
-
-  it('creates API keys (shown once, stored hashed) and lists them', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'payhook-cli-keys-'));
-    try {
-      const dataDir = join(dir, 'data');
-      const created = await payhookCli([
-        'keys',
-        'create',
-        '--business-id',
-        BIZ,
-        '--mode',
-        'live',
-        '--data-dir',
-        dataDir,
-        '--json',
-      ]);
-      expect(created.code).toBe(0);
-      const { key } = JSON.parse(created.stdout);
-      expect(key).toMatch(/^sk_live_/);
-      const list = await payhookCli(['keys', 'list', '--data-dir', dataDir, '--json']);
-      const keys = JSON.parse(list.stdout);
-      expect(keys).toEqual([
-        { prefix: key.slice(0, 12), businessId: BIZ, mode: 'live', createdAt: expect.any(String) },
-      ]);
-      expect(list.stdout).not.toContain(key);
-      const bad = await payhookCli([
-        'keys',
-        'create',
-        '--business-id',
-        BIZ,
-        '--mode',
-        'prod',
-        '--data-dir',
-        dataDir,
-      ]);
-      expect(bad.code).toBe(2);
-      expect((await payhookCli(['keys', 'rotate'])).code).toBe(2);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
-
-  it('serves the sender, printing a test key on first start, and stops on SIGTERM', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'payhook-cli-serve-'));
-    const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--data-dir', join(dir, 'data')], {
-      env: { ...process.env, NO_COLOR: '1', LOG_LEVEL: 'warn', DATABASE_URL: '', PAYHOOK_API_KEYS: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    try {
-      let out = '';
-      child.stdout.on('data', (c) => (out += c));
-      await expect.poll(() => out, { timeout: 30_000 }).toContain('listening on');
-      const key = /API key:\s+(\S+)/.exec(out)?.[1];
-      const business = /business id:\s+(\S+)/.exec(out)?.[1];
-      const base = /listening on (http:\/\/\S+)/.exec(out)?.[1];
-      expect(key).toMatch(/^sk_test_/);
-      expect(business).toMatch(/^[0-9a-f-]{36}$/);
-      const res = await fetch(`${base}/customers/`, { headers: { authorization: `Bearer ${key}` } });
-      expect(res.status).toBe(200);
-      child.kill('SIGTERM');
-      const [code] = await once(child, 'exit');
-      expect(code).toBe(0);
-    } finally {
-      child.kill('SIGKILL');
-      await rm(dir, { recursive: true, force: true });
-    }
   });
 
   it('runs the demo: every event the sender recorded delivered, verified and handled once', async () => {

@@ -7,9 +7,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createReceiver, generateSigningSecret, silentLogger } from '@payhook/core';
 import { createTestEvent, createTestRequest } from '@payhook/core/testing';
-import { payhook } from '@payhook/express';
-import { loadConfig, openDatabase, startSender } from '@payhook/sender';
-import express from 'express';
 import { type Command, EXIT, type Io, painter, parse, printJson } from '../command.js';
 
 const METHODS = [
@@ -70,6 +67,12 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
   };
   const businessId = randomUUID();
   const apiKey = `sk_test_demo_${randomUUID().replaceAll('-', '')}`;
+  // Loaded here, not at start: the other commands start without them.
+  const [{ payhook }, { loadConfig, openDatabase, startSender }, { default: express }] = await Promise.all([
+    import('@payhook/express'),
+    import('@payhook/sender'),
+    import('express'),
+  ]);
   const dir = await mkdtemp(join(tmpdir(), 'payhook-demo-'));
   const closers: (() => Promise<void>)[] = [() => rm(dir, { recursive: true, force: true })];
   try {

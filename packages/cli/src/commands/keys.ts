@@ -1,15 +1,17 @@
-import { createApiKey } from '@payhook/sender';
-import { CliError, type Command, EXIT, oneOf, parse, printJson, required } from '../command.js';
+import { CliError, type Command, closest, EXIT, oneOf, parse, printJson, required } from '../command.js';
 import { openStorage, storageOptions } from '../storage.js';
 
 export const keys: Command = {
   name: 'keys',
-  summary: 'Create and list API keys of the sender (stored hashed)',
+  summary: 'Create, list and revoke API keys of the sender (stored hashed)',
   help: `Usage: payhook keys create --business-id <id> --mode test|live [--data-dir <dir> | --database-url <url>] [--json]
        payhook keys list [--business-id <id>] [--data-dir <dir> | --database-url <url>] [--json]
+       payhook keys revoke <key or prefix> [--data-dir <dir> | --database-url <url>] [--json]
 
 create stores a new API key for one business in one mode and prints it once: only its hash is
-kept. list shows the keys' prefixes, businesses, modes and creation times. Storage: the PGlite
+kept. list shows the keys' prefixes, businesses, modes and creation times. revoke deletes a
+stored key, given whole or by the prefix list shows (a prefix that several keys share revokes
+none and lists them); the sender refuses it from the next request. Storage: the PGlite
 directory (default ./.payhook, or PAYHOOK_DATA_DIR) or a PostgreSQL server (DATABASE_URL).
 A PGlite directory is used by one process at a time: stop \`payhook serve\` first.
 
@@ -24,20 +26,58 @@ Options:
 Examples:
   payhook keys create --business-id biz_123 --mode test
   payhook keys list --json
+  payhook keys revoke sk_test_AbCd
   payhook keys create --business-id biz_123 --mode live --database-url postgres://localhost/payhook`,
   async run(argv, io) {
     const [action, ...rest] = argv;
-    if (action !== 'create' && action !== 'list') {
+    if (action !== 'create' && action !== 'list' && action !== 'revoke') {
+      const suggestion = action && closest(action, ['create', 'list', 'revoke']);
       throw new CliError(
-        `payhook keys takes create or list${action ? `, not ${JSON.stringify(action)}` : ''}. See: payhook keys --help`,
+        `payhook keys takes create, list or revoke${action ? `, not ${JSON.stringify(action)}` : ''}.${suggestion ? ` Did you mean ${suggestion}?` : ''} See: payhook keys --help`,
       );
     }
-    const { values } = parse('keys', rest, {
-      'business-id': { type: 'string' },
-      mode: { type: 'string' },
-      json: { type: 'boolean' },
-      ...storageOptions,
-    });
+    const { values, positionals } = parse(
+      'keys',
+      rest,
+      {
+        'business-id': { type: 'string' },
+        mode: { type: 'string' },
+        json: { type: 'boolean' },
+        ...storageOptions,
+      },
+      action === 'revoke' ? 1 : 0,
+    );
+    if (action === 'revoke') {
+      const target = required(positionals[0], '<key or prefix>', 'keys');
+      const database = await openStorage(values, io.env);
+      const { revokeApiKey } = await import('@payhook/sender');
+      try {
+        let result: Awaited<ReturnType<typeof revokeApiKey>>;
+        try {
+          result = await revokeApiKey(database.db, target);
+        } catch (error) {
+          throw new CliError((error as Error).message);
+        }
+        const { revoked, matches } = result;
+        if (values.json) printJson(io, { revoked: revoked ?? null, matches });
+        else if (revoked) {
+          io.stdout.write(`Revoked ${revoked.prefix}… (${revoked.mode}, business ${revoked.businessId}).\n`);
+        } else if (matches.length === 0) {
+          io.stderr.write(
+            `No stored key matches ${JSON.stringify(target.slice(0, 12))}. See: payhook keys list\n`,
+          );
+        } else {
+          io.stderr.write(
+            `${matches.length} keys start with ${JSON.stringify(target)}; none revoked. Give the whole key:\n${matches
+              .map((m) => `  ${m.prefix}…  ${m.mode}  ${m.businessId}  ${m.createdAt.toISOString()}`)
+              .join('\n')}\n`,
+          );
+        }
+        return revoked ? EXIT.ok : EXIT.failed;
+      } finally {
+        await database.close();
+      }
+    }
     if (action === 'create') {
       const businessId = required(values['business-id'], '--business-id', 'keys');
       const mode = oneOf(
@@ -47,6 +87,7 @@ Examples:
         'test',
       );
       const database = await openStorage(values, io.env);
+      const { createApiKey } = await import('@payhook/sender');
       try {
         const key = await createApiKey(database.db, { businessId, mode });
         if (values.json) printJson(io, { key, businessId, mode });

@@ -1,42 +1,65 @@
 import { randomUUID } from 'node:crypto';
-import { ConfigError, createApiKey, loadConfig, startSender } from '@payhook/sender';
-import { CliError, type Command, EXIT, parse } from '../command.js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Database, SenderConfig } from '@payhook/sender';
+import { CliError, type Command, EXIT, oneOf, parse } from '../command.js';
+import { type LogFormat, logFormat, logStream, say } from '../log-format.js';
 import { openStorage, storageOptions } from '../storage.js';
 
 export const serve: Command = {
   name: 'serve',
   summary: 'Run the reference sender (API, event delivery) on PGlite or PostgreSQL',
-  help: `Usage: payhook serve [--port 8080] [--host 127.0.0.1] [--data-dir ./.payhook | --database-url <url>] [--allow-private-webhooks]
+  help: `Usage: payhook serve [--port 8080] [--host 127.0.0.1] [--data-dir ./.payhook | --database-url <url>]
+                     [--business-id <id>] [--allow-private-webhooks] [--log-format pretty|json]
 
 Runs the reference sender: the payment, customer, beneficiary and settings API, and the
 delivery of events to every registered webhook URL with retries for 48 hours. Data lives in an
-embedded PGlite directory, or on PostgreSQL (several instances then share the work). On the
-first start with no API key it creates a test-mode key and prints it with its business id.
-The environment variables of the sender (PORT, HOST, PAYHOOK_DATA_DIR, DATABASE_URL,
+embedded PGlite directory, or on PostgreSQL (several instances then share the work).
+On a start with no API key it creates a test-mode key (for --business-id, or a new business id)
+and prints it: the only time it is shown. Every start prints the stored keys by prefix, the
+command that makes another full key, and the business id a receiver verifies with. The
+environment variables of the sender (PORT, HOST, PAYHOOK_DATA_DIR, DATABASE_URL,
 PAYHOOK_API_KEYS, PAYHOOK_ALLOW_PRIVATE_WEBHOOKS, LOG_LEVEL, ...) apply; flags win over them.
-Stops on Ctrl-C or SIGTERM, finishing or releasing the deliveries in flight.
+Stops on Ctrl-C or SIGTERM, finishing or releasing the deliveries in flight (a second
+Ctrl-C stops at once; what was in flight is retried after its lease).
 
 Options:
   --port <n>                  port to listen on                              default: 8080
   --host <address>            address to listen on                           default: 127.0.0.1
   --data-dir <dir>            the PGlite directory                           default: ./.payhook
   --database-url <url>        a PostgreSQL server instead
+  --business-id <id>          the business of the test key made when it has none, so that the
+                              sender and your receiver use one id (default: a new UUID)
   --allow-private-webhooks    let webhook URLs point at private and loopback addresses
                               (local development only)
+  --log-format <format>       pretty (readable lines) or json (pino's JSON lines)
+                                                 default: pretty in a terminal, json when piped
   -h, --help                  show this help
 
 Examples:
   payhook serve
-  payhook serve --port 9000 --allow-private-webhooks
-  payhook serve --database-url postgres://postgres@127.0.0.1:5432/payhook`,
+  payhook serve --port 9000 --allow-private-webhooks --business-id "$BUSINESS_ID"
+  payhook serve --database-url postgres://postgres@127.0.0.1:5432/payhook --log-format json`,
   async run(argv, io) {
     const { values } = parse('serve', argv, {
       port: { type: 'string' },
       host: { type: 'string' },
+      'business-id': { type: 'string' },
       'allow-private-webhooks': { type: 'boolean' },
+      'log-format': { type: 'string' },
       ...storageOptions,
     });
-    let config: ReturnType<typeof loadConfig>;
+    const format =
+      values['log-format'] === undefined
+        ? logFormat(undefined, io)
+        : oneOf(values['log-format'], ['pretty', 'json'] as const, '--log-format', 'pretty');
+    const businessId = values['business-id'];
+    if (businessId !== undefined && !/^[\w.:-]{1,128}$/.test(businessId)) {
+      throw new CliError('--business-id takes letters, digits, ".", ":", "_" and "-" (at most 128).');
+    }
+    // The sender's package is loaded here, not at start: the commands that run no sender start faster.
+    const { ConfigError, loadConfig, startSender } = await import('@payhook/sender');
+    let config: SenderConfig;
     try {
       config = loadConfig({
         ...io.env,
@@ -48,28 +71,32 @@ Examples:
       if (error instanceof ConfigError) throw new CliError(error.message.replace(/^PORT/, '--port (PORT)'));
       throw error;
     }
+    const onPostgres = Boolean(
+      values['database-url'] ?? (values['data-dir'] === undefined ? io.env.DATABASE_URL : undefined),
+    );
+    const dataDir = values['data-dir'] ?? config.dataDir;
+    const firstStart = !onPostgres && !existsSync(join(dataDir, 'PG_VERSION'));
+    if (firstStart) {
+      say(format, io, `Creating the sender's database in ${dataDir} (first start: a few seconds)...`, {
+        dataDir,
+      });
+    }
     const database = await openStorage(values, io.env);
     try {
-      if (config.apiKeys.length === 0) {
-        const stored = await database.db.selectFrom('api_keys').select('id').limit(1).execute();
-        if (stored.length === 0) {
-          const businessId = randomUUID();
-          const key = await createApiKey(database.db, { businessId, mode: 'test' });
-          io.stdout.write(
-            `First start: created a test-mode API key (shown only now; more with \`payhook keys create\`).\n  API key:     ${key}\n  business id: ${businessId}\n\n`,
-          );
-        }
-      }
-      const sender = await startSender({ config, database });
-      io.stdout.write(
-        `payhook sender listening on ${sender.url} (${database.kind}${database.kind === 'pglite' ? ` in ${values['data-dir'] ?? config.dataDir}` : ''})\n  API docs: ${sender.url}/docs\n`,
-      );
-      await new Promise<void>((resolve) => {
-        const stop = () => resolve();
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
+      if (firstStart) say(format, io, 'Database ready.');
+      await ensureKey(database, config.apiKeys, businessId, format, io);
+      const sender = await startSender({
+        config,
+        database,
+        logger: { level: config.logLevel, stream: logStream(format, io) },
       });
-      io.stdout.write('Shutting down: finishing the deliveries in flight...\n');
+      const where = database.kind === 'pglite' ? `pglite in ${dataDir}` : database.kind;
+      say(format, io, `payhook sender listening on ${sender.url} (${where})`, { url: sender.url });
+      say(format, io, `  API docs:  ${sender.url}/docs`, { docs: `${sender.url}/docs` });
+      const pglite = database.kind === 'pglite' ? { dataDir } : undefined;
+      await printKeys(database, config.apiKeys, businessId, pglite, format, io);
+      await untilStopped(format, io);
+      say(format, io, 'Shutting down: finishing the deliveries in flight...');
       await sender.close();
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
@@ -82,3 +109,98 @@ Examples:
     return EXIT.ok;
   },
 };
+
+/**
+ * Resolves on the first SIGINT (Ctrl-C) or SIGTERM, so that the caller shuts down gracefully. A
+ * second one while it does stops the process at once (130 or 143, as a shell reports a signal):
+ * the deliveries in flight are then sent again once their lease runs out.
+ */
+function untilStopped(format: LogFormat, io: Parameters<Command['run']>[1]): Promise<void> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (!stopping) {
+        stopping = true;
+        resolve();
+        return;
+      }
+      say(format, io, `${signal} again: stopping now; deliveries in flight are retried after their lease.`);
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}
+
+/**
+ * Makes a test-mode key when the sender has none (for `--business-id`, or a new business), or
+ * when `--business-id` names a business without a stored key; prints it, the only time it is shown.
+ */
+async function ensureKey(
+  database: Database,
+  configured: readonly { businessId: string }[],
+  asked: string | undefined,
+  format: LogFormat,
+  io: Parameters<Command['run']>[1],
+): Promise<void> {
+  let query = database.db.selectFrom('api_keys').select('id').where('mode', '=', 'test').limit(1);
+  if (asked !== undefined) query = query.where('business_id', '=', asked);
+  const stored = await query.execute();
+  const fromConfig = configured.some((k) => asked === undefined || k.businessId === asked);
+  if (stored.length > 0 || fromConfig) return;
+  const businessId = asked ?? randomUUID();
+  const { createApiKey } = await import('@payhook/sender');
+  const key = await createApiKey(database.db, { businessId, mode: 'test' });
+  say(format, io, 'Created a test-mode API key (shown only now: keep it).', { apiKey: key, businessId });
+  if (format === 'pretty') say(format, io, `  API key:     ${key}\n  business id: ${businessId}\n`);
+}
+
+/**
+ * The keys the sender takes, by prefix, how to get another full key (on PGlite, with the sender
+ * stopped: one process at a time), and the business id a receiver verifies with.
+ */
+async function printKeys(
+  database: Database,
+  configured: readonly { businessId: string; mode: string }[],
+  asked: string | undefined,
+  pglite: { dataDir: string } | undefined,
+  format: LogFormat,
+  io: Parameters<Command['run']>[1],
+): Promise<void> {
+  const rows = await database.db
+    .selectFrom('api_keys')
+    .select(['key_prefix', 'business_id', 'mode'])
+    .orderBy('created_at')
+    .limit(6)
+    .execute();
+  const keys = [
+    ...rows.slice(0, 5).map((r) => ({
+      text: `${r.key_prefix}… (${r.mode}, business ${r.business_id})`,
+      fields: { keyPrefix: r.key_prefix, mode: r.mode, businessId: r.business_id },
+    })),
+    ...(rows.length > 5 ? [{ text: '... (payhook keys list shows them all)', fields: undefined }] : []),
+    ...configured.map((k) => ({
+      text: `from PAYHOOK_API_KEYS (${k.mode}, business ${k.businessId})`,
+      fields: { mode: k.mode, businessId: k.businessId },
+    })),
+  ];
+  const business = asked ?? rows[0]?.business_id ?? configured[0]?.businessId;
+  const create = `payhook keys create --business-id ${business ?? '<id>'} --mode test ${
+    pglite
+      ? `--data-dir ${/\s/.test(pglite.dataDir) ? JSON.stringify(pglite.dataDir) : pglite.dataDir}`
+      : '--database-url <url>'
+  }`;
+  const hint = `a key is shown in full only when made; for another, ${pglite ? 'stop this sender and ' : ''}run`;
+  if (format === 'json') {
+    for (const key of keys) {
+      if (key.fields) say(format, io, `API key ${key.text}`, key.fields);
+      else say(format, io, 'More API keys: payhook keys list shows them all.');
+    }
+    say(format, io, `A${hint.slice(1)}: ${create}`, { command: create });
+  } else {
+    for (const [i, key] of keys.entries())
+      say(format, io, `  ${i === 0 ? 'API keys: ' : '          '} ${key.text}`);
+    say(format, io, `             ${hint}\n             ${create}`);
+  }
+  if (business) say(format, io, `  Receivers verify with BUSINESS_ID=${business}`, { businessId: business });
+}

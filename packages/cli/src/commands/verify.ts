@@ -1,34 +1,59 @@
-import { explainChecksumMismatch, formatMismatch, verifyChecksum } from '@payhook/core';
-import { CliError, type Command, EXIT, oneOf, parse, printJson, readStdin } from '../command.js';
+import {
+  DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
+  explainChecksumMismatch,
+  explainSignature,
+  formatMismatch,
+  formatSignatureExplanation,
+  readSignatureHeaders,
+  verifyChecksum,
+  verifyWebhookSignature,
+} from '@payhook/core';
+import { CliError, type Command, EXIT, oneOf, parse, printJson, readStdin, signingKeys } from '../command.js';
+import { addHeader, parseHttpMessage } from '../http-message.js';
 
 export const verify: Command = {
   name: 'verify',
-  summary: 'Verify a payload from standard input; explain a checksum mismatch',
-  help: `Usage: payhook verify --business-id <id> [--business-id <id> ...] [--canonicalization auto|jcs|lexical] [--json]
+  summary: 'Verify a payload (and its signature headers) from standard input; explain a mismatch',
+  help: `Usage: payhook verify [--business-id <id> ...] [--secret <whsec_...> ...] [--header "name: value" ...]
+                      [--tolerance <s>] [--canonicalization auto|jcs|lexical] [--json]
 
-Reads a webhook payload (the raw body as received) on standard input and checks its checksum
-with each business id. Exits 0 if it verifies, 1 if not; on a mismatch it prints, for each
-encoding tried and each id, the exact string hashed, its checksum, the checksum the payload
-carries, and where the candidate strings differ.
+Reads a webhook request on standard input, the raw body as received, optionally preceded by
+its header lines and an empty line (as \`payhook sign --secret\` prints it), and checks:
+  - the checksum, with each --business-id as the key;
+  - the Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature, from
+    standard input or --header), with each --secret, and its timestamp within --tolerance.
+Exits 0 if every check asked for passes, 1 if not; on a mismatch it prints what was hashed or
+signed, what each key gives, what the request carries, and where candidate strings differ.
+A final newline after the body (which \`sign\` prints and editors add) is not part of it.
 
 Options:
-  --business-id <id>          a business id to try as the key (repeat for several)    required
+  --business-id <id>          a business id to try as the checksum's key (repeat for several)
+  --secret <whsec_...>        a signing secret to try (repeat for several)
+  --header, -H <line>         a request header, "name: value" (repeat; beside those on stdin)
+  --tolerance <s>             the signature timestamp's largest distance from now    default: 300
   --canonicalization <mode>   auto (lexical, then RFC 8785), jcs or lexical          default: auto
   --json                      print the result as JSON
   -h, --help                  show this help
+At least one --business-id or --secret is required.
 
 Examples:
   payhook verify --business-id biz_123 < body.json
-  payhook sign --business-id biz_123 < data.json | payhook verify --business-id biz_123 --json`,
+  payhook sign --business-id biz_123 < data.json | payhook verify --business-id biz_123 --json
+  payhook sign --business-id biz_123 --secret whsec_... < data.json | payhook verify --business-id biz_123 --secret whsec_...
+  payhook verify --secret whsec_... -H "webhook-id: evt_1" -H "webhook-timestamp: 1767225600" -H "webhook-signature: v1,..." < body.json`,
   async run(argv, io) {
     const { values } = parse('verify', argv, {
       'business-id': { type: 'string', multiple: true },
+      secret: { type: 'string', multiple: true },
+      header: { type: 'string', multiple: true, short: 'H' },
+      tolerance: { type: 'string' },
       canonicalization: { type: 'string' },
       json: { type: 'boolean' },
     });
     const businessIds = (values['business-id'] ?? []).filter(Boolean);
-    if (businessIds.length === 0) {
-      throw new CliError('--business-id is required. See: payhook verify --help');
+    const keys = signingKeys(values.secret ?? []);
+    if (businessIds.length === 0 && keys.length === 0) {
+      throw new CliError('--business-id or --secret is required. See: payhook verify --help');
     }
     const canonicalization = oneOf(
       values.canonicalization,
@@ -36,35 +61,53 @@ Examples:
       '--canonicalization',
       'auto',
     );
-    const rawBody = await readStdin(io);
-    const result = verifyChecksum({ rawBody }, { businessIds, canonicalization });
-    if (result.ok) {
-      if (values.json) {
-        printJson(io, {
-          ok: true,
-          event: result.event,
-          businessId: result.businessId,
-          canonicalization: result.canonicalization,
-        });
+    const toleranceSeconds =
+      values.tolerance === undefined ? DEFAULT_SIGNATURE_TOLERANCE_SECONDS : Number(values.tolerance);
+    if (!(Number.isSafeInteger(toleranceSeconds) && toleranceSeconds >= 0)) {
+      throw new CliError(`--tolerance must be whole seconds, not ${JSON.stringify(values.tolerance)}.`);
+    }
+    const message = parseHttpMessage(
+      await readStdin(io, 'verify', 'the webhook body (after its header lines, if any)'),
+    );
+    for (const line of values.header ?? []) addHeader(message.headers, line);
+    const rawBody = message.body.replace(/\r?\n$/, '');
+
+    // JSON: the checksum's verdict at the top level (as before signatures), the signature's under `signature`.
+    const report: Record<string, unknown> = {};
+    const text: string[] = [];
+    let ok = true;
+    if (businessIds.length > 0) {
+      const result = verifyChecksum({ rawBody }, { businessIds, canonicalization });
+      if (result.ok) {
+        const { event, businessId } = result;
+        Object.assign(report, { event, businessId, canonicalization: result.canonicalization });
+        text.push(`valid: ${event}, signed with business id ${businessId} (${result.canonicalization})`);
       } else {
-        io.stdout.write(
-          `valid: ${result.event}, signed with business id ${result.businessId} (${result.canonicalization})\n`,
-        );
+        ok = false;
+        const { code, message: reason } = result.error;
+        const explanation = explainChecksumMismatch({ rawBody }, { businessIds, canonicalization });
+        Object.assign(report, { error: { code, message: reason }, explanation });
+        text.push(`invalid: ${code}: ${reason}`, '', formatMismatch(explanation));
       }
-      return EXIT.ok;
     }
-    const explanation = explainChecksumMismatch({ rawBody }, { businessIds, canonicalization });
-    if (values.json) {
-      printJson(io, {
-        ok: false,
-        error: { code: result.error.code, message: result.error.message },
-        explanation,
-      });
-    } else {
-      io.stdout.write(
-        `invalid: ${result.error.code}: ${result.error.message}\n\n${formatMismatch(explanation)}\n`,
-      );
+    if (keys.length > 0) {
+      const received = readSignatureHeaders(message.headers);
+      const options = { secrets: keys, toleranceSeconds };
+      const result = verifyWebhookSignature(received, rawBody, options);
+      if (result.ok) {
+        const { id, timestamp, secretIndex } = result;
+        report.signature = { ok: true, id, timestamp, secretIndex };
+        text.push(`signature valid: webhook-id ${id}, timestamp ${timestamp}, secret #${secretIndex + 1}`);
+      } else {
+        ok = false;
+        const { code, message: reason } = result.error;
+        const explanation = explainSignature(received, rawBody, options);
+        report.signature = { ok: false, error: { code, message: reason }, explanation };
+        text.push(`signature invalid: ${code}: ${reason}`, '', formatSignatureExplanation(explanation));
+      }
     }
-    return EXIT.failed;
+    if (values.json) printJson(io, { ok, ...report });
+    else io.stdout.write(`${text.join('\n')}\n`);
+    return ok ? EXIT.ok : EXIT.failed;
   },
 };

@@ -1,0 +1,225 @@
+import { randomUUID } from 'node:crypto';
+import { isKnownEventName, KNOWN_EVENTS, type KnownEventName } from '@payhook/core';
+import { CliError, closest, EXIT, type Io, printJson } from '../command.js';
+import { type ApiCall, SenderApi, SenderRefusedError, SenderUnreachableError } from '../sender-api.js';
+
+/** What `payhook trigger --base-url` makes happen on a sender. */
+export interface RemoteTrigger {
+  event: KnownEventName;
+  baseUrl: string;
+  apiKey: string;
+  method: string;
+  json: boolean;
+}
+
+/** The flags `trigger` takes, as parsed: those of both modes. */
+export interface TriggerFlags {
+  to?: string;
+  'business-id'?: string;
+  secret?: string[];
+  data?: string;
+  'allow-unknown-event'?: boolean;
+  method?: string;
+  json?: boolean;
+  'base-url'?: string;
+  'api-key'?: string;
+}
+
+/** The flags of the other mode: a signed event sent straight to a receiver. */
+const RECEIVER_FLAGS = ['to', 'business-id', 'secret', 'data'] as const;
+
+/** The currency each payment method is sold in (DESIGN.md: e-transfer CAD, the crypto methods USD). */
+const CURRENCY: Record<string, string> = {
+  bank_account: 'NGN',
+  card: 'NGN',
+  etransfer: 'CAD',
+  wallet: 'USD',
+  crypto_address: 'USD',
+};
+
+/** The sandbox's card that goes through 3-D Secure to success (DESIGN.md). */
+const SANDBOX_CARD = {
+  card: { number: '4242424242424242', expiry_month: 12, expiry_year: 2040, cvv: '123' },
+};
+
+/** Where to get a test key, said wherever one is missing or wrong. */
+const GET_A_TEST_KEY =
+  'Use a test key (sk_test_...): `payhook serve` prints one on its first start, `payhook keys create --business-id <id> --mode test` makes another.';
+
+/**
+ * `payhook trigger <event> --base-url <sender>`: checks the flags of this mode (those of the
+ * receiver mode, `--to`, `--business-id`, `--secret`, `--data` and `--allow-unknown-event`, are a
+ * usage error, as are an event the sender does not make and a key that is not a test key), then
+ * makes the event on the sender with {@link triggerOnSender}. Resolves to the exit code.
+ */
+export function triggerRemote(event: string, values: TriggerFlags, io: Io): Promise<number> {
+  const mixed = RECEIVER_FLAGS.filter((flag) => values[flag] !== undefined);
+  if (mixed.length > 0) {
+    throw new CliError(
+      `--${mixed[0]} is for sending a signed event straight to a receiver (with --to, --business-id, --secret, --data); --base-url makes the event on a sender instead (with --api-key, --method), which signs it itself. Use one mode or the other. See: payhook trigger --help`,
+    );
+  }
+  if (values['allow-unknown-event'] !== undefined) {
+    throw new CliError(
+      `--allow-unknown-event is for sending a signed event straight to a receiver (--to): a sender only sends the events it makes (${KNOWN_EVENTS.join(', ')}), so with --base-url no other name can be made.`,
+    );
+  }
+  if (!isKnownEventName(event)) {
+    const suggestion = closest(event, KNOWN_EVENTS);
+    throw new CliError(
+      `Unknown event ${JSON.stringify(event)}.${suggestion ? ` Did you mean ${suggestion}?` : ''} A sender makes ${KNOWN_EVENTS.join(', ')}, and only those.`,
+    );
+  }
+  const baseUrl = values['base-url'];
+  if (baseUrl === undefined || baseUrl === '') {
+    throw new CliError(
+      '--base-url is required with --api-key: the sender to make the event on, such as http://127.0.0.1:8080 (where `payhook serve` listens by default). See: payhook trigger --help',
+    );
+  }
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
+  } catch {
+    throw new CliError(`--base-url must be an http(s) URL, not ${JSON.stringify(baseUrl)}.`);
+  }
+  if (url.username || url.password) {
+    throw new CliError('--base-url must not carry a user name or password: the API key is the credential.');
+  }
+  const apiKey = values['api-key'] || io.env.PAYHOOK_API_KEY;
+  if (!apiKey)
+    throw new CliError(`--api-key (or PAYHOOK_API_KEY) is required with --base-url. ${GET_A_TEST_KEY}`);
+  const method = values.method ?? 'bank_account';
+  if (!Object.hasOwn(CURRENCY, method)) {
+    throw new CliError(
+      `--method ${JSON.stringify(method)} cannot make a session on a sender: use ${Object.keys(CURRENCY).join(', ')}.`,
+    );
+  }
+  return triggerOnSender({ event, baseUrl, apiKey, method, json: values.json === true }, io);
+}
+
+/** A realistic session request: a customer, an order, the payment method asked for. */
+function sessionRequest(method: string) {
+  return {
+    customer: {
+      first_name: 'Ada',
+      last_name: 'Obi',
+      email: 'ada@example.com',
+      phone_number: '+2348012345678',
+      billing_address: {
+        line1: '1 Marina',
+        line2: '',
+        city: 'Lagos',
+        state: 'Lagos',
+        zip_code: '101001',
+        country: 'NG',
+      },
+    },
+    description: 'payhook trigger',
+    currency: CURRENCY[method],
+    amount: 150_000,
+    payment_method: { type: method },
+    metadata: {
+      order: {
+        identifier: `trigger-${randomUUID().slice(0, 8)}`,
+        items: [{ name: 'Test item', type: 'physical' }],
+      },
+    },
+  };
+}
+
+type Envelope = { data?: { payment?: { id?: unknown; status?: unknown } } };
+
+/** The payment of a session answer, or a refusal saying the answer is not the API's. */
+function paymentOf(answer: Envelope, api: SenderApi): { id: string; status: string } {
+  const payment = answer.data?.payment;
+  if (typeof payment?.id !== 'string') {
+    throw new SenderRefusedError(
+      api.calls.at(-1) as ApiCall,
+      undefined,
+      'the answer carries no payment; is --base-url a payhook sender?',
+    );
+  }
+  return { id: payment.id, status: String(payment.status) };
+}
+
+/**
+ * Makes `event` happen on a running sender through its API, as a merchant's code and customer
+ * would: creates a session (`payment.session.created`), and for the outcomes captures it and
+ * completes it through the sandbox (`payment.session.succeeded` or `.failed`). Every POST carries
+ * an Idempotency-Key (see {@link SenderApi}). Prints each call and the events the payment has
+ * (`GET /events?payment_id=`), oldest first; resolves to the exit code: 0 done, 1 the sender
+ * refused (its error code and message shown), 3 it could not be reached.
+ */
+export async function triggerOnSender(options: RemoteTrigger, io: Io): Promise<number> {
+  // A live key is refused before any call: the session it would create first is a real one.
+  if (!options.apiKey.startsWith('sk_test_')) {
+    const live = options.apiKey.startsWith('sk_live_') ? 'This is a live key: ' : '';
+    throw new CliError(
+      `${live}trigger --base-url completes payments through the sandbox, which takes test keys only (sk_test_...); a live key would make a real payment session. ${GET_A_TEST_KEY}`,
+    );
+  }
+  const api = new SenderApi({ baseUrl: options.baseUrl, apiKey: options.apiKey });
+  const say = (line: string) => {
+    if (!options.json) io.stdout.write(`${line}\n`);
+  };
+  const done: string[] = [];
+  try {
+    const created = paymentOf(
+      await api.post<Envelope>('/payment-sessions', sessionRequest(options.method)),
+      api,
+    );
+    const paymentId = created.id;
+    say(`Created payment session ${paymentId} (payment.session.created)`);
+    done.push(`created payment session ${paymentId}`);
+    if (options.event !== 'payment.session.created') {
+      await api.post<Envelope>(
+        `/payment-sessions/${paymentId}`,
+        options.method === 'card' ? SANDBOX_CARD : undefined,
+      );
+      say(`Captured it (${options.method.replaceAll('_', ' ')})`);
+      done.push('captured it');
+      const outcome = options.event === 'payment.session.succeeded' ? 'succeeded' : 'failed';
+      const completed = paymentOf(
+        await api.post<Envelope>(`/sandbox/payment-sessions/${paymentId}/complete`, { outcome }),
+        api,
+      );
+      say(`Completed it through the sandbox: ${completed.status} (${options.event})`);
+    }
+    const listed = await api.get<{ data?: { id: string; type: string }[] }>(
+      `/events?payment_id=${encodeURIComponent(paymentId)}&limit=100`,
+    );
+    // The API lists newest first: shown in the order they were made.
+    const events = (listed.data ?? []).map((e) => ({ id: e.id, type: e.type })).reverse();
+    if (options.json) {
+      printJson(io, { payment_id: paymentId, events, calls: api.calls });
+    } else {
+      for (const e of events) say(`  event ${e.type} ${e.id}`);
+      say('The sender delivers these events to your registered webhook URLs and to every `payhook listen`.');
+    }
+    return EXIT.ok;
+  } catch (error) {
+    const already = done.length > 0 ? ` (Already done: ${done.join(', ')}.)` : '';
+    if (error instanceof SenderUnreachableError) {
+      const hint = done.length === 0 ? ' Is it running? `payhook serve` starts one.' : '';
+      throw new CliError(`${error.message}${hint}${already}`, EXIT.error);
+    }
+    if (error instanceof SenderRefusedError) {
+      throw new CliError(`${error.message.replace(/\.$/, '')}.${hintFor(error)}${already}`, EXIT.failed);
+    }
+    throw error;
+  }
+}
+
+/** What to do about a refusal, when the API's answer leaves it unsaid. */
+function hintFor(error: SenderRefusedError): string {
+  if (error.call.status === 401)
+    return ' Check --api-key (or PAYHOOK_API_KEY): the sender does not know this key.';
+  if (error.call.status === 404 && error.call.path === '/payment-sessions') {
+    return ' Is --base-url the address of a payhook sender (and its path, if any, the right one)?';
+  }
+  if (error.call.status === 404 && error.call.path.startsWith('/sandbox/')) {
+    return ` The sandbox routes exist for test-mode keys only, and this sender holds this key as a live one: trigger needs a test-mode key. ${GET_A_TEST_KEY}`;
+  }
+  return '';
+}

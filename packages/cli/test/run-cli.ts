@@ -1,0 +1,116 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { createReceiver, type ReceiverOptions } from '@payhook/core';
+import { payhook } from '@payhook/express';
+import express from 'express';
+
+/** The built command, run as a user runs it: a process, its output and its exit code. */
+export const bin = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+export interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `payhook <args>` with `input` on standard input; resolves when it exits. */
+export function payhookCli(
+  args: string[],
+  options: { input?: string; env?: Record<string, string> } = {},
+): Promise<Run> {
+  const child = spawn(process.execPath, [bin, ...args], {
+    env: { ...process.env, NO_COLOR: '1', ...options.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c) => (stdout += c));
+  child.stderr.on('data', (c) => (stderr += c));
+  child.stdin.end(options.input ?? '');
+  return once(child, 'exit').then(([code]) => ({ code: code as number | null, stdout, stderr }));
+}
+
+/** A process and everything it printed so far. */
+export interface Started {
+  child: ChildProcess;
+  out: string;
+  err: string;
+}
+
+/** Collects what `child` prints. */
+export function started(child: ChildProcess): Started {
+  const run: Started = { child, out: '', err: '' };
+  child.stdout?.on('data', (c) => (run.out += c));
+  child.stderr?.on('data', (c) => (run.err += c));
+  return run;
+}
+
+/** Its exit code, once it has exited. */
+export const exitCode = async (child: ChildProcess): Promise<number | null> =>
+  child.exitCode ?? (await once(child, 'exit'))[0];
+
+/**
+ * `payhook serve --port 0 --data-dir <dataDir> --business-id <businessId> <flags>` piped (JSON
+ * lines), with `env` over the caller's; resolves once it is ready, with its URL and the test key
+ * its first start made.
+ */
+export async function startServe(
+  dataDir: string,
+  businessId: string,
+  flags: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Started & { url: string; apiKey: string }> {
+  const run = started(
+    spawn(
+      process.execPath,
+      [
+        bin,
+        'serve',
+        '--port',
+        '0',
+        '--data-dir',
+        dataDir,
+        '--business-id',
+        businessId,
+        '--log-format',
+        'json',
+        ...flags,
+      ],
+      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    ),
+  );
+  for (let waited = 0; !run.out.includes('Receivers verify with'); waited += 100) {
+    if (waited > 150_000 || run.child.exitCode !== null) {
+      run.child.kill('SIGKILL');
+      throw new Error(`payhook serve did not start:\n${run.out}${run.err}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return Object.assign(run, {
+    url: /"url":"(http:[^"]+)"/.exec(run.out)?.[1] as string,
+    apiKey: /"apiKey":"(sk_test_[^"]+)"/.exec(run.out)?.[1] as string,
+  });
+}
+
+/** A payhook receiver on Express over loopback, for `trigger` to send to; it records what it handled. */
+export async function startTriggerReceiver(options: Partial<ReceiverOptions> & { businessIds: string[] }) {
+  const receiver = createReceiver({ allowedIps: ['127.0.0.1', '::1'], ...options });
+  const handled: string[] = [];
+  receiver.onAny((event) => {
+    handled.push(event.event);
+  });
+  const app = express();
+  app.use('/webhooks', payhook(receiver));
+  const server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks/`,
+    handled,
+    close() {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
