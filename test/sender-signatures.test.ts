@@ -16,6 +16,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runningApp } from './conformance/adapter-conformance.js';
+import { apiClient } from './support/api-client.js';
 
 // The real sender signs every attempt; receivers built on three libraries verify it: payhook's
 // (signature required, checksum too), the `standardwebhooks` package and Svix's. Then the secret
@@ -85,17 +86,7 @@ describe('signatures from the sender, verified by payhook, standardwebhooks and 
   let payhook: { url: string; receiver: Receiver; events: string[]; close(): Promise<void> };
   let libraries: LibraryReceiver[] = [];
 
-  async function call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${KEY}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as T };
-  }
+  const call = apiClient(() => base, KEY);
 
   const secrets = async () =>
     (await call<{ data: { secret: string; current: boolean }[] }>('GET', '/accounts/signing-secrets')).body

@@ -1,6 +1,4 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import type { Server } from 'node:http';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -10,9 +8,6 @@ import {
   type Receiver,
   type UnrecognizedEvent,
 } from '@payhook/core';
-import { payhook as expressPayhook, type PayhookMiddleware } from '@payhook/express';
-import payhookFastify, { type PayhookFastifyOptions } from '@payhook/fastify';
-import { payhook as koaPayhook, type PayhookKoaMiddleware } from '@payhook/koa';
 import {
   buildApp,
   createDeliveryWorker,
@@ -22,35 +17,13 @@ import {
   openDatabase,
 } from '@payhook/sender';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runningApp } from './conformance/adapter-conformance.js';
+import { ADAPTER_APPS, type AdapterApp } from './support/adapter-apps.js';
+import { apiClient } from './support/api-client.js';
 
 // The sender and a receiver made with each adapter, over real HTTP on loopback: a payment session
 // goes create -> capture -> sandbox completion, the delivery worker (started as the sender
 // process starts it, with its real wake-ups) posts every event to every registered URL, and each
 // receiver verifies the checksum and runs its handler once per event.
-
-// The frameworks are dev dependencies of their adapter packages, not of the workspace root: load
-// each from its adapter's directory, as that adapter's own tests import it. The few members used
-// here are typed locally (their type packages do not resolve from this directory either).
-const fromPackage = (pkg: string) =>
-  createRequire(new URL(`../packages/${pkg}/package.json`, import.meta.url));
-const withDefault = <T>(mod: T | { default: T }): T =>
-  typeof mod === 'object' && mod !== null && 'default' in mod ? mod.default : (mod as T);
-
-type ExpressFactory = () => {
-  use(path: string, handler: PayhookMiddleware): unknown;
-  listen(port: number, host: string): Server;
-};
-type KoaClass = new () => {
-  silent: boolean;
-  use(middleware: PayhookKoaMiddleware): unknown;
-  listen(port: number, host: string): Server;
-};
-type FastifyFactory = () => {
-  register(plugin: typeof payhookFastify, options: PayhookFastifyOptions): PromiseLike<unknown>;
-  listen(options: { port: number; host: string }): Promise<string>;
-  close(): Promise<void>;
-};
 
 const BIZ = '5e2d9c1a-7b3f-4c6e-8a0d-1f2e3d4c5b6a';
 const KEY = 'sk_test_e2e_sender_to_receivers';
@@ -79,52 +52,7 @@ interface ServedReceiver {
   close(): Promise<void>;
 }
 
-const adapters: {
-  name: string;
-  start(receiver: Receiver): Promise<{ url: string; close(): Promise<void> }>;
-}[] = [
-  ...(
-    [
-      ['express 5', 'express'],
-      ['express 4', 'express4'],
-    ] as const
-  ).map(([name, id]) => ({
-    name,
-    async start(receiver: Receiver) {
-      const express = withDefault(fromPackage('express')(id) as ExpressFactory);
-      const app = express();
-      app.use('/webhooks', expressPayhook(receiver));
-      return runningApp(app.listen(0, HOST), HOST);
-    },
-  })),
-  ...(
-    [
-      ['koa 3', 'koa'],
-      ['koa 2', 'koa2'],
-    ] as const
-  ).map(([name, id]) => ({
-    name,
-    async start(receiver: Receiver) {
-      const Koa = withDefault(fromPackage('koa')(id) as KoaClass);
-      const app = new Koa();
-      app.silent = true;
-      app.use(koaPayhook(receiver, { path: '/webhooks' }));
-      return runningApp(app.listen(0, HOST), HOST);
-    },
-  })),
-  {
-    name: 'fastify 5',
-    async start(receiver: Receiver) {
-      const Fastify = withDefault(fromPackage('fastify')('fastify') as FastifyFactory);
-      const app = Fastify();
-      await app.register(payhookFastify, { receiver, path: '/webhooks' });
-      const url = await app.listen({ port: 0, host: HOST });
-      return { url, close: () => app.close() };
-    },
-  },
-];
-
-async function serve(adapter: (typeof adapters)[number]): Promise<ServedReceiver> {
+async function serve(adapter: AdapterApp): Promise<ServedReceiver> {
   const handled: Handled[] = [];
   const unrecognized: UnrecognizedEvent[] = [];
   const errors: { error: unknown; info: ErrorInfo }[] = [];
@@ -220,17 +148,7 @@ describe('sender -> receivers end to end (PGlite, every adapter)', { timeout: 60
   const receivers: ServedReceiver[] = [];
   const payments = { succeeded: '', failed: '' };
 
-  async function call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${KEY}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as T };
-  }
+  const call = apiClient(() => base, KEY);
 
   async function eventsOf(paymentId: string): Promise<SenderEvent[]> {
     const res = await call<{ data: SenderEvent[] }>('GET', `/events?payment_id=${paymentId}&limit=100`);
@@ -276,7 +194,7 @@ describe('sender -> receivers end to end (PGlite, every adapter)', { timeout: 60
       logger: false,
     });
     base = await app.listen({ port: 0, host: HOST });
-    for (const adapter of adapters) receivers.push(await serve(adapter));
+    for (const adapter of ADAPTER_APPS) receivers.push(await serve(adapter));
     const settings = await call<{ data: { webhook_urls: string[] } }>('PATCH', '/accounts/settings', {
       webhook_urls: receivers.map((r) => r.url),
     });

@@ -1,0 +1,92 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { readSnippets, SNIPPET_CONTEXT } from './support/readme-snippets.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const at = (path: string) => join(root, path);
+
+// What a merchant's compiler sees: each package's built declarations, and the frameworks' own types.
+const PATHS: Record<string, string> = {
+  '@payhook/core': 'packages/core/dist/index.d.ts',
+  '@payhook/core/testing': 'packages/core/dist/testing.d.ts',
+  '@payhook/express': 'packages/express/dist/index.d.ts',
+  '@payhook/koa': 'packages/koa/dist/index.d.ts',
+  '@payhook/fastify': 'packages/fastify/dist/index.d.ts',
+  '@payhook/redis': 'packages/redis/dist/index.d.ts',
+  '@payhook/sender': 'packages/sender/dist/index.d.ts',
+  express: 'packages/express/node_modules/@types/express/index.d.ts',
+  koa: 'packages/koa/node_modules/@types/koa/index.d.ts',
+  fastify: 'packages/fastify/node_modules/fastify/fastify.d.ts',
+  ioredis: 'node_modules/ioredis/built/index.d.ts',
+  vitest: 'node_modules/vitest/dist/index.d.ts',
+};
+
+describe('README snippets', () => {
+  it('every TypeScript and JavaScript block compiles under tsc --strict against the built packages', async () => {
+    for (const [name, path] of Object.entries(PATHS)) {
+      if (!existsSync(at(path))) throw new Error(`${path} is missing (for ${name}): run pnpm build first.`);
+    }
+    const snippets = readSnippets(root);
+    expect(snippets.length).toBeGreaterThan(15);
+    const base = await mkdtemp(join(tmpdir(), 'payhook-snippets-'));
+    const dir = join(base, 'snippets');
+    try {
+      await mkdir(dir);
+      await mkdir(join(base, 'src'));
+      for (const snippet of snippets)
+        await writeFile(join(dir, snippet.name), `${snippet.code}\nexport {};\n`);
+      await writeFile(join(dir, 'context.d.mts'), SNIPPET_CONTEXT);
+      // The test-store example imports its own store from ../src/index.js.
+      await writeFile(
+        join(base, 'src', 'index.ts'),
+        `import type { IdempotencyStore } from '@payhook/core';\nexport declare function createMyStore(options: { prefix: string; retentionMs: number }): IdempotencyStore;\n`,
+      );
+      await writeFile(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            strict: true,
+            noEmit: true,
+            skipLibCheck: true,
+            target: 'es2022',
+            module: 'nodenext',
+            moduleResolution: 'nodenext',
+            types: ['node'],
+            typeRoots: [at('node_modules/@types')],
+            paths: Object.fromEntries(Object.entries(PATHS).map(([name, path]) => [name, [at(path)]])),
+          },
+          files: [...snippets.map((s) => s.name), 'context.d.mts'],
+        }),
+      );
+      const tsc = at('node_modules/typescript/bin/tsc');
+      const output = await promisify(execFile)(process.execPath, [
+        tsc,
+        '-p',
+        join(dir, 'tsconfig.json'),
+      ]).then(
+        () => '',
+        (error: { stdout?: string }) => error.stdout ?? String(error),
+      );
+      // Each error, at its README and line.
+      const errors = output
+        .split('\n')
+        .filter((line) => line.includes('error TS'))
+        .map((line) => {
+          const match = /([\w-]+\.[mc]ts)\((\d+),(\d+)\): (.*)$/.exec(line);
+          const snippet = match && snippets.find((s) => s.name === match[1]);
+          return snippet && match
+            ? `${snippet.readme}:${snippet.line + Number(match[2]) - 1}: ${match[4]}`
+            : line;
+        });
+      expect(errors, errors.join('\n')).toEqual([]);
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
