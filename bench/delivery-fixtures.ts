@@ -1,16 +1,20 @@
 /**
  * What the delivery benchmarks share: the local webhook receiver they post to, in a child process
  * of its own (this file, run with `receive`, so that it does not share the sender's event loop),
- * and the bulk insert of queued deliveries.
+ * the bulk insert of queued deliveries, the worker's run, and the bare undici loop (the limit) with
+ * the headers the worker sends.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { generateSigningSecret, parseSigningSecret, signWebhook } from '@payhook/core';
 import { createTestPayment } from '@payhook/core/testing';
-import { type Database, signedPayload } from '@payhook/sender';
+import { createDeliveryClient, createDeliveryWorker, type Database, signedPayload } from '@payhook/sender';
 import { startLoopbackReceiver } from '../test/support/loopback-receiver.js';
-import { BENCH_BUSINESS_ID } from './lib.js';
+import { BENCH_BUSINESS_ID, ownCpu, postgresCpu } from './lib.js';
 
 /** How long the receiver takes to answer a request whose path starts with `/slow`, in ms. */
 export const SLOW_MS = 50;
@@ -68,8 +72,8 @@ export async function startReceiver(): Promise<{
 
 /**
  * Inserts `count` events (each the signed ~1 KB payload of a realistic payment) with one delivery
- * each, to `urls` in turn, in bulk; due at once, or from `dueAt` on, a millisecond apart. Returns
- * the bodies, in order.
+ * each, to `urls` in turn, in bulk; due at once, or from `dueAt` on, a millisecond apart. With no
+ * URL, the events alone (what `payhook listen` streams). Returns the bodies, in order.
  */
 export async function queueDeliveries(
   database: Database,
@@ -92,6 +96,7 @@ export async function queueDeliveries(
       };
     });
     await database.db.insertInto('events').values(events).execute();
+    if (urls.length === 0) continue;
     await database.db
       .insertInto('deliveries')
       .values(
@@ -104,6 +109,113 @@ export async function queueDeliveries(
       .execute();
   }
   return bodies;
+}
+
+/**
+ * The worker: `runDue()` over every pending row, `concurrency` attempts in flight (per URL too:
+ * the default per-URL limit of 4 would cap a benchmark with one receiver URL); returns
+ * deliveries/s and the CPU each cost this process and, where it can be read, PostgreSQL.
+ */
+export async function workerRun(database: Database, count: number, concurrency: number) {
+  const client = createDeliveryClient({ allowPrivate: true });
+  const worker = createDeliveryWorker({
+    database,
+    client,
+    concurrency,
+    perUrlConcurrency: concurrency,
+  });
+  const cpu0 = ownCpu();
+  const pg0 = postgresCpu();
+  const t0 = performance.now();
+  const made = await worker.runDue();
+  const seconds = (performance.now() - t0) / 1000;
+  const cpuUs = (ownCpu() - cpu0) / made;
+  const pg1 = postgresCpu();
+  await worker.stop();
+  await client.close();
+  if (made !== count) throw new Error(`the worker made ${made} attempts, expected ${count}`);
+  return {
+    perSecond: made / seconds,
+    cpuUs,
+    postgresCpuUs: pg0 === undefined || pg1 === undefined ? undefined : (pg1 - pg0) / made,
+  };
+}
+
+/** The few undici calls the bare loop makes (undici is loaded from the sender's dependencies). */
+interface Undici {
+  Agent: new (options?: { connections?: number | null }) => { close(): Promise<void> };
+  request(
+    url: string,
+    options: { dispatcher: unknown; method: string; headers: Record<string, string>; body: string },
+  ): Promise<{ statusCode: number; body: { text(): Promise<string> } }>;
+}
+const requireHere = createRequire(import.meta.url);
+export const undici = createRequire(requireHere.resolve('@payhook/sender/package.json'))('undici') as Undici;
+
+export const BARE_KEY = parseSigningSecret(generateSigningSecret());
+
+/** The plain bare loop's headers. */
+export const plainHeaders = () => ({ 'content-type': 'application/json', 'user-agent': 'payhook-bench' });
+
+/** The headers the worker sends with each attempt, signed now for this body. */
+export function signedHeaders(body: string): Record<string, string> {
+  const id = randomUUID();
+  return {
+    ...plainHeaders(),
+    ...signWebhook({ id, body, secrets: [BARE_KEY] }),
+    'payhook-event-id': id,
+    'payhook-delivery-id': id,
+    'payhook-attempt': '1',
+  };
+}
+
+/** POSTs through one undici Agent, with the headers `headers` makes for each body; resolves to the status. */
+export function poster(headers: (body: string) => Record<string, string> = plainHeaders) {
+  const agent = new undici.Agent({ connections: null });
+  return {
+    async post(url: string, body: string): Promise<number> {
+      const res = await undici.request(url, {
+        dispatcher: agent,
+        method: 'POST',
+        headers: headers(body),
+        body,
+      });
+      await res.body.text();
+      return res.statusCode;
+    },
+    close: () => agent.close(),
+  };
+}
+
+export type BareRun = { perSecond: number; failed: number; cpuUs: number };
+
+/**
+ * The bare loop: posts every body with undici, `concurrency` in flight, with the headers `headers`
+ * makes for it; returns deliveries/s.
+ */
+export async function bareLoop(
+  url: string,
+  bodies: readonly string[],
+  headers: (body: string) => Record<string, string> = plainHeaders,
+  concurrency = 32,
+): Promise<BareRun> {
+  const http = poster(headers);
+  let next = 0;
+  let failed = 0;
+  const cpu0 = ownCpu();
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < bodies.length) {
+        const body = bodies[next++] as string;
+        if ((await http.post(url, body)) !== 200) failed++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const cpuUs = (ownCpu() - cpu0) / bodies.length;
+  await http.close();
+  return { perSecond: bodies.length / seconds, failed, cpuUs };
 }
 
 if (process.argv[2] === 'receive') await receive();

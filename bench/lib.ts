@@ -11,8 +11,50 @@ export async function opsPerSecond(
   fn: () => unknown,
   { roundMs = 400, rounds = 5 }: { roundMs?: number; rounds?: number } = {},
 ): Promise<number> {
+  const round = timedRound(fn);
+  await round(roundMs / 2);
+  const results: number[] = [];
+  for (let r = 0; r < rounds; r++) results.push(await round(roundMs));
+  return median(results);
+}
+
+/**
+ * How fast `b` is against `a` (ops/s of b over ops/s of a), from rounds of the two taken in turn:
+ * a machine that slows down for a while slows both sides of a pair, so the ratio holds where two
+ * separate measurements would not. The median of the rounds' ratios.
+ */
+export async function pairedRatio(
+  a: () => unknown,
+  b: () => unknown,
+  { roundMs = 200, rounds = 9 }: { roundMs?: number; rounds?: number } = {},
+): Promise<number> {
+  const [roundA, roundB] = [timedRound(a), timedRound(b)];
+  await roundA(roundMs / 2);
+  await roundB(roundMs / 2);
+  const ratios: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    // Alternate which side goes first, so neither always runs on a warmer or colder machine.
+    let opsA: number;
+    let opsB: number;
+    if (r % 2 === 0) {
+      opsA = await roundA(roundMs);
+      opsB = await roundB(roundMs);
+    } else {
+      opsB = await roundB(roundMs);
+      opsA = await roundA(roundMs);
+    }
+    ratios.push(opsB / opsA);
+  }
+  return median(ratios);
+}
+
+const median = (values: number[]) =>
+  [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)] as number;
+
+/** One timed round of `fn` for `ms`: its ops/s. */
+function timedRound(fn: () => unknown): (ms: number) => Promise<number> {
   const isAsync = fn() instanceof Promise;
-  const round = async (ms: number) => {
+  return async (ms) => {
     let n = 0;
     const start = process.hrtime.bigint();
     const deadline = start + BigInt(ms) * 1_000_000n;
@@ -28,11 +70,6 @@ export async function opsPerSecond(
     }
     return (n * 1e9) / Number(now - start);
   };
-  await round(roundMs / 2);
-  const results: number[] = [];
-  for (let r = 0; r < rounds; r++) results.push(await round(roundMs));
-  results.sort((a, b) => a - b);
-  return results[Math.floor(results.length / 2)] as number;
 }
 
 /** Formats a number of operations per second for a table. */
