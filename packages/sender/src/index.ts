@@ -7,6 +7,8 @@ export { appliedMigrations, openDatabase } from './db/database.js';
 export { DataDirLockedError } from './db/lock.js';
 export type { AccountSettingsTable, ApiKeysTable, Mode, Schema } from './db/schema.js';
 export type { AttemptErrorCode, AttemptOutcome } from './delivery/attempt-outcome.js';
+export type { AttemptFeed, FedAttempt } from './delivery/feed.js';
+export { createAttemptFeed } from './delivery/feed.js';
 export type { DeliveryClient, DeliveryClientOptions, DeliveryRequest } from './delivery/http-client.js';
 export { createDeliveryClient } from './delivery/http-client.js';
 export type { WorkerLogger } from './delivery/logger.js';

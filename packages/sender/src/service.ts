@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SenderConfig } from './config.js';
 import { type Database, openDatabase } from './db/database.js';
 import { createMaintenance, type Maintenance } from './db/maintenance.js';
+import { type AttemptFeed, createAttemptFeed } from './delivery/feed.js';
 import { createDeliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
 import { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
 import { buildApp } from './http/app.js';
@@ -33,6 +34,8 @@ export interface SenderService {
   database: Database;
   worker: DeliveryWorker;
   metrics: DeliveryMetrics;
+  /** The attempts its worker records, as they are committed (the dashboard's live view reads it). */
+  feed: AttemptFeed;
   /** Vacuums and analyzes PGlite's tables every `config.maintenanceIntervalSeconds` (see `createMaintenance`). */
   maintenance: Maintenance;
   /** Stops taking requests, finishes or releases the deliveries in flight, and closes storage. */
@@ -62,10 +65,12 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       await ensureSigningSecret(database.db, { businessId, mode });
     }
     const metrics = createDeliveryMetrics(database);
+    const feed = createAttemptFeed();
     const app = await buildApp({
       database,
       config,
       metrics,
+      feed,
       ...(options.resolve ? { resolve: options.resolve } : {}),
       ...(options.logger !== undefined ? { logger: options.logger } : {}),
     });
@@ -79,6 +84,7 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       ...options.worker,
       database,
       metrics,
+      feed,
     });
     // Sessions past their expires_at fail (with their event) within a few seconds.
     const sweeper = setInterval(() => {
@@ -102,6 +108,7 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       database,
       worker,
       metrics,
+      feed,
       maintenance,
       close() {
         closing ??= (async () => {

@@ -24,6 +24,7 @@ const MIGRATIONS = [
   '0008_attempt_key',
   '0009_signing_secrets',
   '0010_delivery_instances',
+  '0011_dashboard_sessions',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];

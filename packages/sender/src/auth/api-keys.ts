@@ -114,7 +114,21 @@ export async function authenticate(
   configured: readonly ConfiguredKey[],
   presented: string,
 ): Promise<Principal | undefined> {
-  const hash = createHash('sha256').update(presented, 'utf8').digest();
+  return principalOfKeyHash(db, configured, createHash('sha256').update(presented, 'utf8').digest());
+}
+
+/**
+ * Who the key with this SHA-256 hash (raw bytes, or hex as {@link hashKey} gives) belongs to, if
+ * it is still valid: what a dashboard session checks on each request, so that revoking a key ends
+ * the sessions made with it.
+ */
+export async function principalOfKeyHash(
+  db: Kysely<Schema>,
+  configured: readonly ConfiguredKey[],
+  keyHash: Buffer | string,
+): Promise<Principal | undefined> {
+  const hash = typeof keyHash === 'string' ? Buffer.from(keyHash, 'hex') : keyHash;
+  if (hash.length !== 32) return undefined;
   const hashes = hashesOf(configured);
   for (let i = 0; i < configured.length; i++) {
     const entry = configured[i] as ConfiguredKey;

@@ -143,6 +143,17 @@ export interface DeliveryInstancesTable {
 }
 
 /** The typed schema of the sender's database; migrations in `migrations.ts` create it. */
+/** A dashboard sign-in (migration 0011): the cookie and the key are stored by hash only. */
+export interface DashboardSessionsTable {
+  id_hash: string;
+  key_hash: string;
+  business_id: string;
+  mode: Mode;
+  csrf_token: string;
+  created_at: ColumnType<Date, Date | undefined, never>;
+  expires_at: Date;
+}
+
 export interface Schema {
   api_keys: ApiKeysTable;
   account_settings: AccountSettingsTable;
@@ -155,4 +166,5 @@ export interface Schema {
   idempotency_keys: IdempotencyKeysTable;
   signing_secrets: SigningSecretsTable;
   delivery_instances: DeliveryInstancesTable;
+  dashboard_sessions: DashboardSessionsTable;
 }

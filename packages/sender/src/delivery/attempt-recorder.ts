@@ -1,6 +1,7 @@
 import type { Database } from '../db/database.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { type AttemptRecord, type Claim, recordAttemptsStatement } from './delivery-state.js';
+import { type AttemptFeed, eventTypeOf } from './feed.js';
 import type { WorkerLogger } from './logger.js';
 import { nextAttemptAt } from './schedule.js';
 
@@ -15,6 +16,8 @@ export interface AttemptRecorderOptions {
   /** The random source of the retry jitter. */
   random: () => number;
   logger: WorkerLogger;
+  /** Where recorded attempts are published, when someone listens. */
+  feed?: AttemptFeed | undefined;
 }
 
 /**
@@ -26,7 +29,7 @@ export interface AttemptRecorderOptions {
 export function createAttemptRecorder(
   options: AttemptRecorderOptions,
 ): (claim: Claim, startedAt: Date, outcome: AttemptOutcome) => Promise<void> {
-  const { database, now, random, logger: log } = options;
+  const { database, now, random, logger: log, feed } = options;
 
   /** An attempt's outcome waiting to be written, and who waits for it. */
   interface Pending {
@@ -82,6 +85,26 @@ export function createAttemptRecorder(
     const statement = recordAttemptsStatement(rows, now().toISOString());
     const result = await database.delivery((db) => statement.execute(db));
     const kept = new Set(result.rows.map((r) => r.id));
+    if (feed?.active) {
+      feed.publish(
+        rows
+          .filter((r) => kept.has(r.claim.id))
+          .map((r) => ({
+            eventId: r.claim.event_id,
+            eventType: eventTypeOf(r.claim.payload),
+            businessId: r.claim.business_id,
+            mode: r.claim.mode,
+            deliveryId: r.claim.id,
+            url: r.claim.url,
+            attempt: r.attempts,
+            status: r.status,
+            statusCode: r.outcome.statusCode,
+            latencyMs: r.outcome.latencyMs,
+            errorCode: r.outcome.error?.code ?? null,
+            startedAt: r.startedAt,
+          })),
+      );
+    }
     for (const r of rows) {
       if (!kept.has(r.claim.id)) {
         log.warn(

@@ -5,6 +5,7 @@ import { signingKeyring } from '../signing/keyring.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
 import { type Claim, claimDeliveries, releaseClaims, renewLeases, WAKE_CHANNEL } from './delivery-state.js';
+import type { AttemptFeed } from './feed.js';
 import { HeldClaims } from './held-claims.js';
 import { createDeliveryClient, type DeliveryClient } from './http-client.js';
 import { silentLogger, type WorkerLogger } from './logger.js';
@@ -45,6 +46,8 @@ export interface DeliveryWorkerOptions {
    * 10 s unheard): each URL is sent to by one of them, so its limit holds across instances.
    */
   membership?: Pick<MembershipOptions, 'heartbeatMs' | 'expireMs'>;
+  /** Where each recorded attempt is published (the dashboard's live view, `payhook serve`'s lines). */
+  feed?: AttemptFeed;
 }
 
 /** The delivery worker of one sender instance. */
@@ -119,7 +122,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const ownClient = options.client === undefined;
   const client =
     options.client ?? createDeliveryClient({ resolve: options.resolve, allowPrivate: options.allowPrivate });
-  const record = createAttemptRecorder({ database, now, random, logger: log });
+  const record = createAttemptRecorder({ database, now, random, logger: log, feed: options.feed });
   const keyring = signingKeyring(database);
   const hintDue = createRefusalHints();
 

@@ -5,10 +5,13 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { authenticate, type Principal } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
+import { dashboardRoutes } from '../dashboard/routes.js';
 import type { Database } from '../db/database.js';
+import type { AttemptFeed } from '../delivery/feed.js';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../delivery/metrics.js';
 import { ApiError } from '../errors.js';
 import type { Resolver } from '../net/webhook-url.js';
+import { ACT_AS_HEADER, createActAs } from './act-as.js';
 import { beneficiaryRoutes } from './beneficiaries.js';
 import { customerRoutes } from './customers.js';
 import { malformedRequest, toApiError } from './errors.js';
@@ -22,6 +25,7 @@ import { paymentRoutes } from './payments.js';
 import { sessionRoutes } from './sessions.js';
 import { settingsRoutes } from './settings.js';
 import { signingSecretRoutes } from './signing-secrets.js';
+import { webhookHealthRoutes } from './webhook-health.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -41,13 +45,19 @@ export interface AppOptions {
    * (default: new metrics, whose queue gauges still read the shared database).
    */
   metrics?: DeliveryMetrics;
+  /**
+   * The attempts the worker of this process records, for the dashboard's live view (default: none
+   * arrive; `startSender` passes its worker's).
+   */
+  feed?: AttemptFeed;
   /** Fastify's logger option (default: pino at `config.logLevel`, on stdout; `stream` writes elsewhere). */
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
 }
 
-const PUBLIC_PATHS = new Set(['/healthz', '/openapi.json', '/docs', '/metrics']);
-// The UI's assets, and the sandbox pages a payer's browser opens from capture links.
-const PUBLIC_PREFIXES = ['/docs/', '/sandbox/pay/', '/sandbox/qr/'];
+const PUBLIC_PATHS = new Set(['/healthz', '/openapi.json', '/docs', '/metrics', '/dashboard']);
+// The UI's assets, the sandbox pages a payer's browser opens from capture links, and the dashboard
+// (which signs in with its own session cookie).
+const PUBLIC_PREFIXES = ['/docs/', '/sandbox/pay/', '/sandbox/qr/', '/dashboard/'];
 
 /** The answer to a request whose text holds a NUL character, which no stored text can hold. */
 const nulInRequest = () =>
@@ -154,6 +164,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     });
   });
   app.decorateRequest('principal', undefined as unknown as Principal);
+  const actAs = createActAs(app);
   app.setErrorHandler((error, request, reply) => {
     const apiError = toApiError(error);
     if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
@@ -168,6 +179,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (/%00/.test(request.url)) throw nulInRequest();
     const path = request.url.split('?')[0] as string;
     if (PUBLIC_PATHS.has(path) || PUBLIC_PREFIXES.some((prefix) => path.startsWith(prefix))) return;
+    // The dashboard, calling the API in this process for its signed-in business.
+    if (request.headers[ACT_AS_HEADER] !== undefined) {
+      const principal = actAs.principalOf(request.headers[ACT_AS_HEADER]);
+      if (!principal)
+        throw new ApiError('unauthorized', 'Send a valid API key as "Authorization: Bearer <key>".');
+      request.principal = principal;
+      return;
+    }
     const header = request.headers.authorization ?? '';
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     const principal = match ? await authenticate(database.db, config.apiKeys, match[1] as string) : undefined;
@@ -217,5 +236,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(sessionRoutes, { database });
   await app.register(eventRoutes, { database });
   await app.register(listenRoutes, { database });
+  await app.register(webhookHealthRoutes, { database });
+  await app.register(dashboardRoutes, { database, config, actAs, feed: options.feed });
   return app;
 }

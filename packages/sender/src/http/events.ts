@@ -76,9 +76,21 @@ const EventQuery = Type.Intersect([
     type: Type.Optional(Type.String({ maxLength: 200 })),
     delivery_status: Type.Optional(Type.Union(DELIVERY_STATUSES.map((s) => Type.Literal(s)))),
     payment_id: Type.Optional(Type.String({ maxLength: 100 })),
+    created_after: Type.Optional(
+      Type.String({ maxLength: 40, description: 'Events created at or after this time (ISO 8601).' }),
+    ),
+    created_before: Type.Optional(
+      Type.String({ maxLength: 40, description: 'Events created before this time (ISO 8601).' }),
+    ),
   }),
 ]);
-type EventQuery = PageQuery & { type?: string; delivery_status?: DeliveryStatus; payment_id?: string };
+type EventQuery = PageQuery & {
+  type?: string;
+  delivery_status?: DeliveryStatus;
+  payment_id?: string;
+  created_after?: string;
+  created_before?: string;
+};
 
 // A route that takes no body: an empty JSON object (or none at all) is accepted.
 const NoBody = Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]);
@@ -156,7 +168,7 @@ function selectEvents(db: Kysely<Schema>, businessId: string, mode: Mode) {
 
 /**
  * The events a business's payments produced and their deliveries: `GET /events` (filters: type,
- * delivery status, payment; newest first, cursor pagination), `GET /events/{id}` with every
+ * delivery status, payment, creation time; newest first, cursor pagination), `GET /events/{id}` with every
  * delivery and attempt, `POST /events/{id}/redeliver` (a new delivery, with its own 48 hours, to
  * each registered URL) and `POST /events/redeliver` (every failed delivery of the events since a
  * time, once: a redelivered failure is not picked again).
@@ -177,6 +189,10 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
     async (request) => {
       const { businessId, mode } = request.principal;
       const { type, delivery_status: status, payment_id: paymentId } = request.query;
+      const after = request.query.created_after;
+      const before = request.query.created_before;
+      const createdAfter = after === undefined ? undefined : readTime(after, 'created_after');
+      const createdBefore = before === undefined ? undefined : readTime(before, 'created_before');
       if (paymentId !== undefined && !UUID.test(paymentId)) {
         throw new ApiError('invalid_request', '"payment_id" is not a payment id.', {
           details: [{ field: 'payment_id', message: 'must be a UUID' }],
@@ -189,6 +205,8 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
           .limit(limit);
         if (type !== undefined) q = q.where('type', '=', type);
         if (paymentId !== undefined) q = q.where('payment_id', '=', paymentId);
+        if (createdAfter !== undefined) q = q.where('created_at', '>=', createdAfter);
+        if (createdBefore !== undefined) q = q.where('created_at', '<', createdBefore);
         if (status !== undefined) q = q.where(sql<SqlBool>`${deliveryStatus} = ${status}`);
         if (where) q = q.where(where);
         return q.execute();

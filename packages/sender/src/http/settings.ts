@@ -18,12 +18,35 @@ const Settings = Type.Object(
   { title: 'AccountSettings' },
 );
 
-/** `PATCH /accounts/settings`: require_mfa and the webhook URLs events are delivered to. */
+/** `GET` and `PATCH /accounts/settings`: require_mfa and the webhook URLs events are delivered to. */
 export const settingsRoutes: FastifyPluginAsync<{
   database: Database;
   config: SenderConfig;
   resolve?: Resolver | undefined;
 }> = async (app, { database, config, resolve }) => {
+  app.get(
+    '/accounts/settings',
+    {
+      schema: {
+        summary: 'Read the account settings (webhook URLs, MFA)',
+        operationId: 'getSettings',
+        response: { 200: Type.Object({ data: Settings }) },
+      },
+    },
+    async (request) => {
+      const { businessId, mode } = request.principal;
+      const current = await database.db
+        .selectFrom('account_settings')
+        .select(['require_mfa', 'webhook_urls'])
+        .where('business_id', '=', businessId)
+        .where('mode', '=', mode)
+        .executeTakeFirst();
+      return {
+        data: { require_mfa: current?.require_mfa ?? false, webhook_urls: current?.webhook_urls ?? [] },
+      };
+    },
+  );
+
   app.patch<{ Body: Static<typeof SettingsBody> }>(
     '/accounts/settings',
     {

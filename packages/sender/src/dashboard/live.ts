@@ -1,0 +1,89 @@
+import type { ServerResponse } from 'node:http';
+import type { Principal } from '../auth/api-keys.js';
+import type { AttemptFeed, FedAttempt } from '../delivery/feed.js';
+
+/** At most this many dashboards stream at once per business and mode, on one instance. */
+export const MAX_LIVE_PER_BUSINESS = 100;
+
+/** Attempts sent per message at most: the newest; the page refreshes to show the rest. */
+const MAX_PER_MESSAGE = 20;
+
+/** A stream that has this much unsent is skipped until it drains (a slow or stalled browser). */
+const MAX_BUFFERED_BYTES = 64 * 1024;
+
+const KEEPALIVE_MS = 15_000;
+
+/** The attempts of one business and mode in a batch, as one server-sent event. */
+function message(attempts: FedAttempt[]): string {
+  const newest = attempts.slice(-MAX_PER_MESSAGE).map((a) => ({
+    event_id: a.eventId,
+    event_type: a.eventType,
+    url: a.url,
+    attempt: a.attempt,
+    status: a.status,
+    status_code: a.statusCode,
+    latency_ms: a.latencyMs,
+    error_code: a.errorCode,
+    at: a.startedAt.toISOString(),
+  }));
+  return `event: attempts\ndata: ${JSON.stringify({ count: attempts.length, attempts: newest })}\n\n`;
+}
+
+/**
+ * The dashboards' live streams on this instance: each batch the worker records is grouped by
+ * business and mode, serialized once per group, and written to that group's open streams only
+ * (a business never sees another's attempts). Attempts made by another sender instance on the
+ * same database reach the pages through their refresh, not through this stream.
+ */
+export function createLiveStreams(feed: AttemptFeed | undefined) {
+  const streams = new Map<string, Set<ServerResponse>>();
+  let unsubscribe: (() => void) | undefined;
+  const keyOf = (p: { businessId: string; mode: string }) => `${p.mode}:${p.businessId}`;
+
+  const onAttempts = (attempts: readonly FedAttempt[]) => {
+    const groups = new Map<string, FedAttempt[]>();
+    for (const a of attempts) {
+      const key = keyOf(a);
+      if (!streams.has(key)) continue;
+      const group = groups.get(key);
+      if (group) group.push(a);
+      else groups.set(key, [a]);
+    }
+    for (const [key, group] of groups) {
+      const text = message(group);
+      for (const raw of streams.get(key) ?? []) {
+        if (raw.writableLength < MAX_BUFFERED_BYTES) raw.write(text);
+      }
+    }
+  };
+
+  return {
+    /** How many streams `principal` has open here. */
+    count(principal: Principal): number {
+      return streams.get(keyOf(principal))?.size ?? 0;
+    },
+    /** Streams the attempts of `principal` to `raw` (headers already written) until it closes. */
+    open(principal: Principal, raw: ServerResponse): void {
+      const key = keyOf(principal);
+      const set = streams.get(key) ?? new Set<ServerResponse>();
+      streams.set(key, set);
+      set.add(raw);
+      if (feed && !unsubscribe) unsubscribe = feed.subscribe(onAttempts);
+      raw.write(`retry: 3000\nevent: ready\ndata: {}\n\n`);
+      const keepalive = setInterval(() => raw.write(': keepalive\n\n'), KEEPALIVE_MS);
+      raw.on('close', () => {
+        clearInterval(keepalive);
+        set.delete(raw);
+        if (set.size === 0) streams.delete(key);
+        if (streams.size === 0) {
+          unsubscribe?.();
+          unsubscribe = undefined;
+        }
+      });
+    },
+    /** Ends every stream (a shutdown), so the server can close. */
+    closeAll(): void {
+      for (const set of streams.values()) for (const raw of set) raw.end();
+    },
+  };
+}

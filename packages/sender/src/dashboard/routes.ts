@@ -1,0 +1,354 @@
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Principal } from '../auth/api-keys.js';
+import { hashKey, principalOfKeyHash } from '../auth/api-keys.js';
+import type { SenderConfig } from '../config.js';
+import type { Database } from '../db/database.js';
+import type { AttemptFeed } from '../delivery/feed.js';
+import type { ActAs } from '../http/act-as.js';
+import { toApiError } from '../http/errors.js';
+import { endpointsPage, errorPage, type SecretView, signInPage, type UrlHealth } from './account-views.js';
+import { ASSETS } from './assets.js';
+import {
+  type EventDetail,
+  type EventFilters,
+  type EventSummary,
+  eventPage,
+  eventsPage,
+} from './events-views.js';
+import type { PageContext } from './layout.js';
+import { createLiveStreams, MAX_LIVE_PER_BUSINESS } from './live.js';
+import { type ApiErrorBody, apiRefusal, asUtc, type Form, noticeOf, sameOrigin, sendPage } from './pages.js';
+import { paymentPages } from './payment-routes.js';
+import { csrfMatches, type DashboardSession, endSession, readSession, startSession } from './session.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The signed-in dashboard session (dashboard routes only). */
+    dashboard: DashboardSession;
+  }
+}
+
+/** What the dashboard needs of the sender. */
+export interface DashboardOptions {
+  database: Database;
+  config: SenderConfig;
+  actAs: ActAs;
+  feed?: AttemptFeed | undefined;
+}
+
+// Nothing from elsewhere, no inline script or style, no framing, forms post here only.
+const PAGE_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'same-origin',
+};
+
+/**
+ * The delivery dashboard at `/dashboard`: server-rendered pages (docs/decisions.md, "The
+ * dashboard"), signed in with an API key turned into a session cookie, every form carrying the
+ * session's CSRF token. Every read and every action goes through the JSON API's own routes for the
+ * signed-in business ({@link ActAs}), so a business sees only its own data and the API's rules
+ * (the public-address check, the sandbox's states) apply unchanged.
+ */
+export const dashboardRoutes: FastifyPluginAsync<DashboardOptions> = async (app, options) => {
+  await app.register(async (scope) => dashboard(scope, options), { prefix: '/dashboard' });
+};
+
+async function dashboard(app: FastifyInstance, options: DashboardOptions): Promise<void> {
+  const { database, config, actAs } = options;
+  const live = createLiveStreams(options.feed);
+  app.addHook('preClose', async () => live.closeAll());
+  app.decorateRequest('dashboard', undefined as unknown as DashboardSession);
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: 64 * 1024 },
+    (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string))),
+  );
+  app.addHook('onSend', async (_request, reply) => {
+    reply.headers(PAGE_HEADERS);
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+  });
+  app.setErrorHandler((error, request, reply) => {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500) request.log.error({ err: error }, 'dashboard request failed');
+    sendPage(
+      reply.code(apiError.status),
+      errorPage(apiError.status, 'Something went wrong', apiError.message, Boolean(request.dashboard)),
+    );
+  });
+  app.setNotFoundHandler((request, reply) => {
+    sendPage(reply.code(404), errorPage(404, 'Not found', `No page ${request.url.split('?')[0]}.`, false));
+  });
+
+  /** Checks the session, and on a POST its CSRF token and origin; otherwise signs in again or refuses. */
+  const signedIn = async (request: FastifyRequest, reply: FastifyReply) => {
+    const session = await readSession(database, config.apiKeys, request);
+    if (!session) {
+      if (request.method === 'GET' && !request.url.startsWith('/dashboard/live'))
+        return reply.redirect('/dashboard/sign-in', 303);
+      return sendPage(
+        reply.code(401),
+        errorPage(401, 'Signed out', 'Your session ended: sign in again.', false),
+      );
+    }
+    request.dashboard = session;
+    if (
+      request.method === 'POST' &&
+      (!sameOrigin(request) || !csrfMatches(session, (request.body as Form | undefined)?._csrf))
+    ) {
+      return sendPage(
+        reply.code(403),
+        errorPage(
+          403,
+          'Refused',
+          'This form was not sent by this dashboard page (its CSRF token is missing or wrong): reload the page and try again.',
+          true,
+        ),
+      );
+    }
+  };
+  const context = (request: FastifyRequest, section: PageContext['section']): PageContext => ({
+    principal: request.dashboard.principal,
+    csrfToken: request.dashboard.csrfToken,
+    section,
+  });
+  const call = <T>(
+    request: FastifyRequest,
+    method: 'GET' | 'POST' | 'PATCH',
+    url: string,
+    payload?: unknown,
+  ) =>
+    actAs.call<T & ApiErrorBody>(request.dashboard.principal, {
+      method,
+      url,
+      ...(payload === undefined ? {} : { payload: payload as object }),
+    });
+
+  app.get('/', async (request, reply) => {
+    const session = await readSession(database, config.apiKeys, request);
+    return reply.redirect(session ? '/dashboard/events' : '/dashboard/sign-in', 303);
+  });
+
+  app.get<{ Params: { file: string } }>('/assets/:file', async (request, reply) => {
+    const asset = Object.values(ASSETS).find((a) => a.file === request.params.file);
+    if (!asset) return sendPage(reply.code(404), errorPage(404, 'Not found', 'No such asset.', false));
+    reply.header('cache-control', 'public, max-age=31536000, immutable').type(`${asset.type}; charset=utf-8`);
+    return asset.body;
+  });
+
+  app.get('/sign-in', async (request, reply) => {
+    if (await readSession(database, config.apiKeys, request)) return reply.redirect('/dashboard/events', 303);
+    return sendPage(reply, signInPage());
+  });
+
+  app.post<{ Body: Form }>('/sign-in', async (request, reply) => {
+    if (!sameOrigin(request))
+      return sendPage(reply.code(403), signInPage({ error: 'This form was not sent by this dashboard.' }));
+    const key = (request.body?.api_key ?? '').trim();
+    const keyHash = key.length > 0 && key.length <= 200 ? hashKey(key) : undefined;
+    const principal: Principal | undefined = keyHash
+      ? await principalOfKeyHash(database.db, config.apiKeys, keyHash)
+      : undefined;
+    if (!principal || !keyHash) {
+      return sendPage(
+        reply.code(401),
+        signInPage({
+          error: 'That API key is not valid here: check it, or make one with payhook keys create.',
+        }),
+      );
+    }
+    await startSession(database, request, reply, principal, keyHash);
+    return reply.redirect('/dashboard/events', 303);
+  });
+
+  app.post('/sign-out', async (request, reply) => {
+    const session = await readSession(database, config.apiKeys, request);
+    // Signing out needs the form's token too: another site cannot sign a user out.
+    if (
+      session &&
+      (!sameOrigin(request) || !csrfMatches(session, (request.body as Form | undefined)?._csrf))
+    ) {
+      return sendPage(
+        reply.code(403),
+        errorPage(
+          403,
+          'Refused',
+          'This form was not sent by this dashboard page: reload it and try again.',
+          true,
+        ),
+      );
+    }
+    await endSession(database, request, reply, session);
+    return reply.redirect('/dashboard/sign-in', 303);
+  });
+
+  app.get<{
+    Querystring: EventFilters & { after?: string; before?: string; notice?: string; count?: string };
+  }>('/events', { preHandler: signedIn }, async (request, reply) => {
+    const q = request.query;
+    const filters: EventFilters = {
+      type: q.type || undefined,
+      delivery_status: q.delivery_status || undefined,
+      created_after: q.created_after || undefined,
+      created_before: q.created_before || undefined,
+    };
+    const query = new URLSearchParams({ limit: '25' });
+    for (const [key, value] of Object.entries({
+      ...filters,
+      created_after: asUtc(filters.created_after),
+      created_before: asUtc(filters.created_before),
+      after: q.after,
+      before: q.before,
+    })) {
+      if (value) query.set(key, value);
+    }
+    const answer = await call<{ data: EventSummary[]; pagination: { after: string; before: string } }>(
+      request,
+      'GET',
+      `/events?${query}`,
+    );
+    const ok = answer.status === 200;
+    return sendPage(
+      reply.code(ok ? 200 : 400),
+      eventsPage(context(request, '/dashboard/events'), {
+        events: ok ? answer.body.data : [],
+        pagination: ok ? answer.body.pagination : { after: '', before: '' },
+        filters,
+        firstPage: !q.after && !q.before,
+        notice: noticeOf(q),
+        error: ok ? undefined : answer.body.error,
+      }),
+    );
+  });
+
+  app.post<{ Body: Form }>('/events/redeliver', { preHandler: signedIn }, async (request, reply) => {
+    const answer = await call<{ data: { redelivered: number } }>(request, 'POST', '/events/redeliver', {
+      since: asUtc(request.body.since),
+    });
+    if (answer.status !== 202) return apiRefusal(reply, answer.status, answer.body);
+    return reply.redirect(
+      `/dashboard/events?notice=redelivered_failed&count=${answer.body.data.redelivered}`,
+      303,
+    );
+  });
+
+  app.get<{ Params: { id: string }; Querystring: { notice?: string } }>(
+    '/events/:id',
+    { preHandler: signedIn },
+    async (request, reply) => {
+      const answer = await call<{ data: EventDetail }>(
+        request,
+        'GET',
+        `/events/${encodeURIComponent(request.params.id)}`,
+      );
+      if (answer.status !== 200) return apiRefusal(reply, answer.status, answer.body);
+      return sendPage(
+        reply,
+        eventPage(context(request, '/dashboard/events'), answer.body.data, noticeOf(request.query)),
+      );
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    '/events/:id/redeliver',
+    { preHandler: signedIn },
+    async (request, reply) => {
+      const id = encodeURIComponent(request.params.id);
+      const answer = await call(request, 'POST', `/events/${id}/redeliver`, {});
+      if (answer.status === 202) return reply.redirect(`/dashboard/events/${id}?notice=redelivered`, 303);
+      if (answer.body.error?.code === 'no_webhook_urls')
+        return reply.redirect(`/dashboard/events/${id}?notice=no_webhook_urls`, 303);
+      return apiRefusal(reply, answer.status, answer.body);
+    },
+  );
+
+  /** The endpoints page, with a notice, or an API refusal of a form (and the URL typed, to fix it). */
+  const endpoints = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    extra: { notice?: string | undefined; status?: number; error?: ApiErrorBody['error']; url?: string } = {},
+  ) => {
+    const [health, secrets] = await Promise.all([
+      call<{ data: UrlHealth[] }>(request, 'GET', '/accounts/webhook-health'),
+      call<{ data: SecretView[] }>(request, 'GET', '/accounts/signing-secrets'),
+    ]);
+    return sendPage(
+      reply.code(extra.status ?? 200),
+      endpointsPage(context(request, '/dashboard/endpoints'), {
+        health: health.body.data ?? [],
+        secrets: secrets.body.data ?? [],
+        notice: extra.notice,
+        error: extra.error,
+        ...(extra.url ? { url: extra.url } : {}),
+      }),
+    );
+  };
+  app.get<{ Querystring: { notice?: string } }>('/endpoints', { preHandler: signedIn }, (request, reply) =>
+    endpoints(request, reply, { notice: noticeOf(request.query) }),
+  );
+  /** Replaces the URL list through `PATCH /accounts/settings`, whose checks apply. */
+  const changeUrls = async (
+    request: FastifyRequest<{ Body: Form }>,
+    reply: FastifyReply,
+    change: (urls: string[]) => string[] | string,
+  ) => {
+    const current = await call<{ data: { webhook_urls: string[] } }>(request, 'GET', '/accounts/settings');
+    const next = change(current.body.data.webhook_urls);
+    if (typeof next === 'string') return reply.redirect(`/dashboard/endpoints?notice=${next}`, 303);
+    const answer = await call(request, 'PATCH', '/accounts/settings', { webhook_urls: next });
+    if (answer.status === 200) return undefined;
+    return endpoints(request, reply, {
+      status: answer.status,
+      error: answer.body.error,
+      url: request.body.url ?? '',
+    });
+  };
+  app.post<{ Body: Form }>('/endpoints', { preHandler: signedIn }, async (request, reply) => {
+    const url = (request.body.url ?? '').trim();
+    const refused = await changeUrls(request, reply, (urls) =>
+      urls.includes(url) ? 'url_present' : [...urls, url],
+    );
+    return refused ?? reply.redirect('/dashboard/endpoints?notice=url_added', 303);
+  });
+  app.post<{ Body: Form }>('/endpoints/remove', { preHandler: signedIn }, async (request, reply) => {
+    const refused = await changeUrls(request, reply, (urls) => urls.filter((u) => u !== request.body.url));
+    return refused ?? reply.redirect('/dashboard/endpoints?notice=url_removed', 303);
+  });
+  app.post<{ Body: Form }>('/endpoints/rotate-secret', { preHandler: signedIn }, async (request, reply) => {
+    const overlap = Number.parseInt(request.body.overlap_seconds ?? '86400', 10);
+    const answer = await call(request, 'POST', '/accounts/signing-secrets/rotate', {
+      overlap_seconds: overlap,
+    });
+    if (answer.status !== 200 && answer.status !== 201)
+      return endpoints(request, reply, { status: answer.status, error: answer.body.error });
+    return reply.redirect('/dashboard/endpoints?notice=secret_rotated', 303);
+  });
+
+  paymentPages(app, { signedIn, call, context });
+
+  app.get('/live', { preHandler: signedIn }, async (request, reply) => {
+    const { principal } = request.dashboard;
+    if (live.count(principal) >= MAX_LIVE_PER_BUSINESS) {
+      return sendPage(
+        reply.code(429),
+        errorPage(
+          429,
+          'Too many live views',
+          `At most ${MAX_LIVE_PER_BUSINESS} dashboards of one business stream at once.`,
+          true,
+        ),
+      );
+    }
+    reply.hijack();
+    reply.raw.writeHead(200, {
+      ...PAGE_HEADERS,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+      connection: 'keep-alive',
+    });
+    live.open(principal, reply.raw);
+  });
+}
