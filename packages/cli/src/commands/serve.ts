@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Database, SenderConfig } from '@payhook/sender';
-import { CliError, type Command, EXIT, oneOf, parse } from '../command.js';
+import type { Database, FedAttempt, SenderConfig } from '@payhook/sender';
+import { CliError, type Command, EXIT, oneOf, painter, parse } from '../command.js';
 import { type LogFormat, logFormat, logStream, say } from '../log-format.js';
 import { openStorage, storageOptions } from '../storage.js';
 
@@ -17,7 +17,9 @@ delivery of events to every registered webhook URL with retries for 48 hours. Da
 embedded PGlite directory, or on PostgreSQL (several instances then share the work).
 On a start with no API key it creates a test-mode key (for --business-id, or a new business id)
 and prints it: the only time it is shown. Every start prints the stored keys by prefix, the
-command that makes another full key, and the business id a receiver verifies with. The
+command that makes another full key, the business id a receiver verifies with, and the
+dashboard's address (/dashboard: sign in with an API key); then one line per delivery attempt
+(outcome, latency, event, URL). The
 environment variables of the sender (PORT, HOST, PAYHOOK_DATA_DIR, DATABASE_URL,
 PAYHOOK_API_KEYS, PAYHOOK_ALLOW_PRIVATE_WEBHOOKS, LOG_LEVEL, ...) apply; flags win over them.
 Stops on Ctrl-C or SIGTERM, finishing or releasing the deliveries in flight (a second
@@ -92,12 +94,20 @@ Examples:
       });
       const where = database.kind === 'pglite' ? `pglite in ${dataDir}` : database.kind;
       say(format, io, `payhook sender listening on ${sender.url} (${where})`, { url: sender.url });
+      say(format, io, `  Dashboard: ${sender.url}/dashboard (sign in with an API key)`, {
+        dashboard: `${sender.url}/dashboard`,
+      });
       say(format, io, `  API docs:  ${sender.url}/docs`, { docs: `${sender.url}/docs` });
       const pglite = database.kind === 'pglite' ? { dataDir } : undefined;
       await printKeys(database, config.apiKeys, businessId, pglite, format, io);
+      // One line per delivery attempt, as the worker records it.
+      const stopLines = sender.feed.subscribe((attempts) => {
+        for (const attempt of attempts) sayAttempt(format, io, attempt);
+      });
       await untilStopped(format, io);
       say(format, io, 'Shutting down: finishing the deliveries in flight...');
       await sender.close();
+      stopLines();
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
         throw new CliError(`Port ${config.port} is in use: choose another with --port.`, EXIT.error);
@@ -203,4 +213,35 @@ async function printKeys(
     say(format, io, `             ${hint}\n             ${create}`);
   }
   if (business) say(format, io, `  Receivers verify with BUSINESS_ID=${business}`, { businessId: business });
+}
+
+/**
+ * A delivery attempt as a line: `09:28:13  ✓ 200  6 ms  payment.session.created  <url>  [event id]`
+ * for a person, a pino line (`msg: "delivery attempt"` and its fields) for a machine.
+ */
+function sayAttempt(format: LogFormat, io: Parameters<Command['run']>[1], a: FedAttempt): void {
+  const fields = {
+    event: a.eventType,
+    event_id: a.eventId,
+    url: a.url,
+    attempt: a.attempt,
+    status_code: a.statusCode,
+    latency_ms: a.latencyMs,
+    error_code: a.errorCode,
+    delivery_status: a.status,
+  };
+  if (format === 'json') {
+    say(format, io, 'delivery attempt', fields);
+    return;
+  }
+  const paint = painter(io);
+  const ok = a.statusCode === 200 && a.errorCode === null;
+  const outcome = a.statusCode === null ? (a.errorCode ?? 'no response') : String(a.statusCode);
+  const next = a.status === 'pending' ? '  (will retry)' : a.status === 'failed' ? '  (failed for good)' : '';
+  const time = a.startedAt.toTimeString().slice(0, 8);
+  say(
+    format,
+    io,
+    `${paint.dim(time)}  ${ok ? paint.green(`✓ ${outcome}`) : paint.red(`✗ ${outcome}`)}  ${a.latencyMs} ms  ${a.eventType}  ${a.url}  [${a.eventId}]${next}`,
+  );
 }

@@ -20,7 +20,8 @@ header nav a[aria-current="page"] { font-weight: 700; text-decoration-thickness:
 header .who { margin-left: auto; display: flex; gap: 10px; align-items: center; color: var(--muted); }
 .mode { border: 1px solid currentColor; border-radius: 4px; padding: 0 6px; font-size: 13px; }
 main { padding: 16px 20px 40px; max-width: 1200px; }
-h1 { font-size: 22px; margin: 8px 0 14px; } h2 { font-size: 18px; margin: 22px 0 8px; }
+h1 { font-size: 22px; margin: 8px 0 14px; } h2 { font-size: 18px; margin: 22px 0 8px; } h3 { font-size: 16px; }
+h1 code, h3 .mono { font-size: inherit; } dl { display: grid; grid-template-columns: max-content auto; gap: 2px 14px; } dd { margin: 0; }
 table { border-collapse: collapse; width: 100%; } caption { text-align: left; color: var(--muted); padding: 4px 0; }
 th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { background: var(--soft); font-weight: 600; }

@@ -13,6 +13,12 @@ const MAX_BUFFERED_BYTES = 64 * 1024;
 
 const KEEPALIVE_MS = 15_000;
 
+/**
+ * How long the feed is still read after the last stream closes: moving from page to page closes
+ * one stream and opens the next, and the attempts in between are kept for it.
+ */
+const LINGER_MS = 5 * 60_000;
+
 /** The attempts of one business and mode in a batch, as one server-sent event. */
 function message(attempts: FedAttempt[]): string {
   const newest = attempts.slice(-MAX_PER_MESSAGE).map((a) => ({
@@ -32,24 +38,38 @@ function message(attempts: FedAttempt[]): string {
 /**
  * The dashboards' live streams on this instance: each batch the worker records is grouped by
  * business and mode, serialized once per group, and written to that group's open streams only
- * (a business never sees another's attempts). Attempts made by another sender instance on the
- * same database reach the pages through their refresh, not through this stream.
+ * (a business never sees another's attempts). A new stream starts with the business's latest
+ * attempts (up to 20), so that a page loaded just after an attempt still shows it. Attempts made
+ * by another sender instance on the same database reach the pages through their refresh, not
+ * through this stream.
  */
 export function createLiveStreams(feed: AttemptFeed | undefined) {
   const streams = new Map<string, Set<ServerResponse>>();
+  /** The latest attempts of each business and mode that has had a stream, while the feed is read. */
+  const recent = new Map<string, FedAttempt[]>();
   let unsubscribe: (() => void) | undefined;
+  let linger: NodeJS.Timeout | undefined;
+  const stopReading = () => {
+    unsubscribe?.();
+    unsubscribe = undefined;
+    recent.clear();
+  };
   const keyOf = (p: { businessId: string; mode: string }) => `${p.mode}:${p.businessId}`;
 
   const onAttempts = (attempts: readonly FedAttempt[]) => {
     const groups = new Map<string, FedAttempt[]>();
     for (const a of attempts) {
       const key = keyOf(a);
-      if (!streams.has(key)) continue;
+      const latest = recent.get(key);
+      if (!latest) continue;
+      latest.push(a);
+      if (latest.length > MAX_PER_MESSAGE) latest.splice(0, latest.length - MAX_PER_MESSAGE);
       const group = groups.get(key);
       if (group) group.push(a);
       else groups.set(key, [a]);
     }
     for (const [key, group] of groups) {
+      if (!streams.has(key)) continue;
       const text = message(group);
       for (const raw of streams.get(key) ?? []) {
         if (raw.writableLength < MAX_BUFFERED_BYTES) raw.write(text);
@@ -68,21 +88,28 @@ export function createLiveStreams(feed: AttemptFeed | undefined) {
       const set = streams.get(key) ?? new Set<ServerResponse>();
       streams.set(key, set);
       set.add(raw);
+      clearTimeout(linger);
       if (feed && !unsubscribe) unsubscribe = feed.subscribe(onAttempts);
+      const latest = recent.get(key) ?? [];
+      recent.set(key, latest);
       raw.write(`retry: 3000\nevent: ready\ndata: {}\n\n`);
+      if (latest.length > 0) raw.write(message(latest));
       const keepalive = setInterval(() => raw.write(': keepalive\n\n'), KEEPALIVE_MS);
       raw.on('close', () => {
         clearInterval(keepalive);
         set.delete(raw);
         if (set.size === 0) streams.delete(key);
         if (streams.size === 0) {
-          unsubscribe?.();
-          unsubscribe = undefined;
+          clearTimeout(linger);
+          linger = setTimeout(stopReading, LINGER_MS);
+          linger.unref();
         }
       });
     },
     /** Ends every stream (a shutdown), so the server can close. */
     closeAll(): void {
+      clearTimeout(linger);
+      stopReading();
       for (const set of streams.values()) for (const raw of set) raw.end();
     },
   };

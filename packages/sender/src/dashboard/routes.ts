@@ -58,6 +58,10 @@ export const dashboardRoutes: FastifyPluginAsync<DashboardOptions> = async (app,
 
 async function dashboard(app: FastifyInstance, options: DashboardOptions): Promise<void> {
   const { database, config, actAs } = options;
+  // Pages, not API operations: kept out of the OpenAPI document.
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
   const live = createLiveStreams(options.feed);
   app.addHook('preClose', async () => live.closeAll());
   app.decorateRequest('dashboard', undefined as unknown as DashboardSession);
