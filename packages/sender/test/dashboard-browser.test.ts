@@ -59,6 +59,7 @@ async function signedIn(key: string): Promise<{ context: BrowserContext; page: P
   const page = await context.newPage();
   await page.goto(`${sender.url}/dashboard`);
   await expect.poll(() => page.url()).toContain('/dashboard/sign-in');
+  await shot(page, 'sign-in');
   await page.getByLabel('API key').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL('**/dashboard/events');

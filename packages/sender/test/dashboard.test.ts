@@ -4,6 +4,7 @@ import {
   BUSINESS,
   type DashboardSender,
   getPage,
+  OTHER_BUSINESS,
   postForm,
   signIn,
   startDashboardSender,
@@ -291,6 +292,48 @@ describe('the dashboard: what a business sees and does', () => {
 
     const live = await signIn(base, sender.keys.live);
     expect((await getPage(base, '/dashboard/payments', live)).html).toContain('for test mode');
+  });
+
+  it('filters the events by type, delivery status and time; a time it cannot read is a 400 saying so', async () => {
+    const cookie = await signIn(base, sender.keys.test);
+    const all = await getPage(base, '/dashboard/events?type=payment.session.created', cookie);
+    expect(all.html).toMatch(/Newest first: \d+ on this page\./);
+    expect(
+      (await getPage(base, '/dashboard/events?type=payment.session.failed&delivery_status=none', cookie))
+        .html,
+    ).toContain('No events match.');
+    expect((await getPage(base, '/dashboard/events?created_after=2999-01-01T00:00', cookie)).html).toContain(
+      'No events match.',
+    );
+    const since = await getPage(
+      base,
+      '/dashboard/events?created_after=2000-01-01T00:00:00&created_before=2999-01-01T00:00',
+      cookie,
+    );
+    expect(since.html).toMatch(/Newest first: \d+ on this page\./);
+    expect(since.html).toContain('value="2000-01-01T00:00:00"');
+    const wrong = await getPage(base, '/dashboard/events?created_after=yesterday', cookie);
+    expect(wrong.status).toBe(400);
+    expect(wrong.html).toContain('<code>created_after</code>: must be an ISO 8601 timestamp');
+  });
+
+  it("answers a live refresh with its own business's page only, and never one older than a second", async () => {
+    const refresh = (cookie: string) =>
+      fetch(`${base}/dashboard/events`, { headers: { cookie, 'x-payhook-refresh': 'live' } }).then((r) =>
+        r.text(),
+      );
+    const own = await signIn(base, sender.keys.test);
+    const other = await signIn(base, sender.keys.other);
+    expect(await refresh(own)).toContain(`Business <code>${BUSINESS}</code>`);
+    // The same URL refreshed by another business right after: its own page, not the one just kept.
+    const theirs = await refresh(other);
+    expect(theirs).toContain(`Business <code>${OTHER_BUSINESS}</code>`);
+    expect(theirs).not.toContain(BUSINESS);
+    const eventId = await makeEvent();
+    // A page opened by its user is always rendered; a refresh a second later is too.
+    expect((await getPage(base, '/dashboard/events', own)).html).toContain(eventId);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect(await refresh(own)).toContain(eventId);
   });
 
   it("streams a business's own attempts live, and nothing of another business's", async () => {

@@ -56,11 +56,12 @@ const JS = `
   function say(text) { if (state) state.textContent = text; }
   function refresh() {
     if (refreshing) { again = true; return; }
-    var wait = Math.max(0, last + 1500 - Date.now());
+    // A random part spreads the refreshes of the pages that got the same message.
+    var wait = Math.max(0, last + 2000 - Date.now()) + Math.floor(Math.random() * 500);
     refreshing = true;
     setTimeout(function () {
       last = Date.now();
-      fetch(location.href, { headers: { accept: 'text/html' }, credentials: 'same-origin' })
+      fetch(location.href, { headers: { accept: 'text/html', 'x-payhook-refresh': 'live' }, credentials: 'same-origin' })
         .then(function (r) { return r.ok ? r.text() : ''; })
         .then(function (text) {
           if (!text) return;

@@ -14,13 +14,19 @@ const MAX_BUFFERED_BYTES = 64 * 1024;
 const KEEPALIVE_MS = 15_000;
 
 /**
+ * Attempts are gathered for this long and sent as one message per stream: a worker recording
+ * hundreds of batches a second costs each stream a few writes a second, not hundreds.
+ */
+const FLUSH_MS = 500;
+
+/**
  * How long the feed is still read after the last stream closes: moving from page to page closes
  * one stream and opens the next, and the attempts in between are kept for it.
  */
 const LINGER_MS = 5 * 60_000;
 
 /** The attempts of one business and mode in a batch, as one server-sent event. */
-function message(attempts: FedAttempt[]): string {
+function message(attempts: FedAttempt[], count = attempts.length): string {
   const newest = attempts.slice(-MAX_PER_MESSAGE).map((a) => ({
     event_id: a.eventId,
     event_type: a.eventType,
@@ -32,7 +38,7 @@ function message(attempts: FedAttempt[]): string {
     error_code: a.errorCode,
     at: a.startedAt.toISOString(),
   }));
-  return `event: attempts\ndata: ${JSON.stringify({ count: attempts.length, attempts: newest })}\n\n`;
+  return `event: attempts\ndata: ${JSON.stringify({ count, attempts: newest })}\n\n`;
 }
 
 /**
@@ -56,25 +62,40 @@ export function createLiveStreams(feed: AttemptFeed | undefined) {
   };
   const keyOf = (p: { businessId: string; mode: string }) => `${p.mode}:${p.businessId}`;
 
+  /** Attempts gathered since the last flush, by business and mode. */
+  const groups = new Map<string, { count: number; attempts: FedAttempt[] }>();
+  let flushing: NodeJS.Timeout | undefined;
+  const flush = () => {
+    flushing = undefined;
+    for (const [key, group] of groups) {
+      if (!streams.has(key)) continue;
+      const text = message(group.attempts, group.count);
+      for (const raw of streams.get(key) ?? []) {
+        if (raw.writableLength < MAX_BUFFERED_BYTES) raw.write(text);
+      }
+    }
+    groups.clear();
+  };
+
   const onAttempts = (attempts: readonly FedAttempt[]) => {
-    const groups = new Map<string, FedAttempt[]>();
     for (const a of attempts) {
       const key = keyOf(a);
       const latest = recent.get(key);
       if (!latest) continue;
       latest.push(a);
       if (latest.length > MAX_PER_MESSAGE) latest.splice(0, latest.length - MAX_PER_MESSAGE);
-      const group = groups.get(key);
-      if (group) group.push(a);
-      else groups.set(key, [a]);
-    }
-    for (const [key, group] of groups) {
       if (!streams.has(key)) continue;
-      const text = message(group);
-      for (const raw of streams.get(key) ?? []) {
-        if (raw.writableLength < MAX_BUFFERED_BYTES) raw.write(text);
+      const group = groups.get(key);
+      if (!group) groups.set(key, { count: 1, attempts: [a] });
+      else {
+        group.count++;
+        group.attempts.push(a);
+        // Only the newest are sent; the count says how many there were.
+        if (group.attempts.length > 4 * MAX_PER_MESSAGE)
+          group.attempts.splice(0, group.attempts.length - MAX_PER_MESSAGE);
       }
     }
+    if (groups.size > 0 && !flushing) flushing = setTimeout(flush, FLUSH_MS);
   };
 
   return {
@@ -109,6 +130,7 @@ export function createLiveStreams(feed: AttemptFeed | undefined) {
     /** Ends every stream (a shutdown), so the server can close. */
     closeAll(): void {
       clearTimeout(linger);
+      clearTimeout(flushing);
       stopReading();
       for (const set of streams.values()) for (const raw of set) raw.end();
     },

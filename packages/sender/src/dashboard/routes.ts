@@ -19,6 +19,7 @@ import type { PageContext } from './layout.js';
 import { createLiveStreams, MAX_LIVE_PER_BUSINESS } from './live.js';
 import { type ApiErrorBody, apiRefusal, asUtc, type Form, noticeOf, sameOrigin, sendPage } from './pages.js';
 import { paymentPages } from './payment-routes.js';
+import { createRefreshCache } from './refresh-cache.js';
 import { csrfMatches, type DashboardSession, endSession, readSession, startSession } from './session.js';
 
 declare module 'fastify' {
@@ -70,10 +71,13 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
     { parseAs: 'string', bodyLimit: 64 * 1024 },
     (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string))),
   );
-  app.addHook('onSend', async (_request, reply) => {
+  const refreshes = createRefreshCache();
+  app.addHook('onSend', async (request, reply, payload) => {
     reply.headers(PAGE_HEADERS);
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    if (reply.statusCode === 200 && typeof payload === 'string') refreshes.set(request, payload);
   });
+  app.addHook('onResponse', async (request) => refreshes.done(request));
   app.setErrorHandler((error, request, reply) => {
     const apiError = toApiError(error);
     if (apiError.status >= 500) request.log.error({ err: error }, 'dashboard request failed');
@@ -98,6 +102,8 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
       );
     }
     request.dashboard = session;
+    const refreshed = await refreshes.get(request);
+    if (refreshed !== undefined) return reply.type('text/html; charset=utf-8').send(refreshed);
     if (
       request.method === 'POST' &&
       (!sameOrigin(request) || !csrfMatches(session, (request.body as Form | undefined)?._csrf))
