@@ -104,20 +104,7 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
     request.dashboard = session;
     const refreshed = await refreshes.get(request);
     if (refreshed !== undefined) return reply.type('text/html; charset=utf-8').send(refreshed);
-    if (
-      request.method === 'POST' &&
-      (!sameOrigin(request) || !csrfMatches(session, (request.body as Form | undefined)?._csrf))
-    ) {
-      return sendPage(
-        reply.code(403),
-        errorPage(
-          403,
-          'Refused',
-          'This form was not sent by this dashboard page (its CSRF token is missing or wrong): reload the page and try again.',
-          true,
-        ),
-      );
-    }
+    if (request.method === 'POST' && !formFromPage(request, session)) return refusedForm(reply);
   };
   const context = (request: FastifyRequest, section: PageContext['section']): PageContext => ({
     principal: request.dashboard.principal,
@@ -176,20 +163,7 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
   app.post('/sign-out', async (request, reply) => {
     const session = await readSession(database, config.apiKeys, request);
     // Signing out needs the form's token too: another site cannot sign a user out.
-    if (
-      session &&
-      (!sameOrigin(request) || !csrfMatches(session, (request.body as Form | undefined)?._csrf))
-    ) {
-      return sendPage(
-        reply.code(403),
-        errorPage(
-          403,
-          'Refused',
-          'This form was not sent by this dashboard page: reload it and try again.',
-          true,
-        ),
-      );
-    }
+    if (session && !formFromPage(request, session)) return refusedForm(reply);
     await endSession(database, request, reply, session);
     return reply.redirect('/dashboard/sign-in', 303);
   });
@@ -361,4 +335,22 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
     });
     live.open(principal, reply.raw);
   });
+}
+
+/** True when a POST carries its session's CSRF token and comes from the dashboard's own origin. */
+function formFromPage(request: FastifyRequest, session: DashboardSession): boolean {
+  return sameOrigin(request) && csrfMatches(session, (request.body as Form | undefined)?._csrf);
+}
+
+/** The answer to a form that did not come from a dashboard page. */
+function refusedForm(reply: FastifyReply): FastifyReply {
+  return sendPage(
+    reply.code(403),
+    errorPage(
+      403,
+      'Refused',
+      'This form was not sent by this dashboard page (its CSRF token is missing or wrong): reload the page and try again.',
+      true,
+    ),
+  );
 }

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
+import type { Principal } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import { ApiError } from '../errors.js';
@@ -34,13 +35,7 @@ export const settingsRoutes: FastifyPluginAsync<{
       },
     },
     async (request) => {
-      const { businessId, mode } = request.principal;
-      const current = await database.db
-        .selectFrom('account_settings')
-        .select(['require_mfa', 'webhook_urls'])
-        .where('business_id', '=', businessId)
-        .where('mode', '=', mode)
-        .executeTakeFirst();
+      const current = await readSettings(database, request.principal);
       return {
         data: { require_mfa: current?.require_mfa ?? false, webhook_urls: current?.webhook_urls ?? [] },
       };
@@ -81,12 +76,7 @@ export const settingsRoutes: FastifyPluginAsync<{
             details: refused,
           });
       }
-      const current = await database.db
-        .selectFrom('account_settings')
-        .select(['require_mfa', 'webhook_urls'])
-        .where('business_id', '=', businessId)
-        .where('mode', '=', mode)
-        .executeTakeFirst();
+      const current = await readSettings(database, request.principal);
       const next = {
         require_mfa: body.require_mfa ?? current?.require_mfa ?? false,
         webhook_urls: urls ?? current?.webhook_urls ?? [],
@@ -111,3 +101,13 @@ export const settingsRoutes: FastifyPluginAsync<{
     },
   );
 };
+
+/** A business's stored settings in one mode, if it has saved any. */
+function readSettings(database: Database, { businessId, mode }: Principal) {
+  return database.db
+    .selectFrom('account_settings')
+    .select(['require_mfa', 'webhook_urls'])
+    .where('business_id', '=', businessId)
+    .where('mode', '=', mode)
+    .executeTakeFirst();
+}
