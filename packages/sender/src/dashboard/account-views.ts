@@ -1,15 +1,10 @@
+import type { Static } from 'typebox';
+import type { Health } from '../http/webhook-health.js';
 import { type Html, html } from './html.js';
 import { apiErrorBox, csrfField, document, notice, type PageContext, page, when } from './layout.js';
 
-/** A URL's health as `GET /accounts/webhook-health` answers it. */
-export interface UrlHealth {
-  url: string;
-  attempts: number;
-  success_rate: number | null;
-  p50_latency_ms: number | null;
-  pending: number;
-  last_error: { at: string; status_code: number | null; code: string; message: string } | null;
-}
+/** A URL's health as `GET /accounts/webhook-health` answers it (the API's own schema). */
+export type UrlHealth = Static<typeof Health>;
 
 /** A signing secret as `GET /accounts/signing-secrets` answers it. */
 export interface SecretView {

@@ -1,4 +1,6 @@
 import { KNOWN_EVENTS } from '@payhook/core';
+import type { Static } from 'typebox';
+import type { Delivery, EventSummary as EventSchema } from '../http/events.js';
 import { type Html, html } from './html.js';
 import {
   apiErrorBox,
@@ -11,41 +13,11 @@ import {
   when,
 } from './layout.js';
 
-/** An event as `GET /events` answers it. */
-export interface EventSummary {
-  id: string;
-  type: string;
-  mode: string;
-  payment_id: string | null;
-  created_at: string;
-  delivery_status: string;
-  payload: { event: string; data: unknown; checksum: string };
-}
-
-interface Attempt {
-  attempt: number;
-  url: string;
-  started_at: string;
-  latency_ms: number;
-  status_code: number | null;
-  response_body: string | null;
-  error: { code: string; message: string } | null;
-}
+/** An event as `GET /events` answers it (the API's own schema). */
+export type EventSummary = Static<typeof EventSchema>;
 
 /** An event as `GET /events/{id}` answers it. */
-export interface EventDetail extends EventSummary {
-  deliveries: {
-    id: string;
-    url: string;
-    status: string;
-    attempt_count: number;
-    created_at: string;
-    next_attempt_at: string | null;
-    finished_at: string | null;
-    superseded_by: string | null;
-    attempts: Attempt[];
-  }[];
-}
+export type EventDetail = EventSummary & { deliveries: Static<typeof Delivery>[] };
 
 /** The filters of the events list, as the page's query has them. */
 export interface EventFilters {

@@ -66,6 +66,8 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
   const live = createLiveStreams(options.feed);
   app.addHook('preClose', async () => live.closeAll());
   app.decorateRequest('dashboard', undefined as unknown as DashboardSession);
+  // Pages take forms only: every field is then a string, whatever a client sends (JSON here is 415).
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'string', bodyLimit: 64 * 1024 },

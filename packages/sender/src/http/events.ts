@@ -18,7 +18,8 @@ type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 const Timestamp = Type.String({ description: 'ISO 8601 UTC timestamp.' });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 
-const EventSummary = Type.Object(
+/** An event as the API answers it (also the dashboard's view of one). */
+export const EventSummary = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),
     type: Type.String(),
@@ -53,7 +54,8 @@ const Attempt = Type.Object(
   { title: 'DeliveryAttempt' },
 );
 
-const Delivery = Type.Object(
+/** A delivery with its attempts, in `GET /events/{id}`. */
+export const Delivery = Type.Object(
   {
     id: Type.String(),
     url: Type.String(),

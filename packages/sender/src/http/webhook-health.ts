@@ -8,7 +8,8 @@ import { isoMicros } from '../timestamps.js';
 /** The window the success rate and latency are measured over. */
 export const HEALTH_WINDOW_HOURS = 24;
 
-const Health = Type.Object(
+/** One URL's health, as `GET /accounts/webhook-health` answers it. */
+export const Health = Type.Object(
   {
     url: Type.String(),
     attempts: Type.Integer({ description: `Attempts in the last ${HEALTH_WINDOW_HOURS} hours.` }),
