@@ -45,7 +45,7 @@ async function claimLatency(database: Database): Promise<ClaimLatency> {
     const body = async (tx: Parameters<typeof claimDeliveries>[0]) => {
       const at = new Date();
       const t0 = performance.now();
-      const rows = await claimDeliveries(tx, { now: at, leaseMs: 60_000, limit: CLAIM_LIMIT });
+      const { claims: rows } = await claimDeliveries(tx, { now: at, leaseMs: 60_000, limit: CLAIM_LIMIT });
       const ms = performance.now() - t0;
       if (i >= 10) {
         times.push(ms); // the first 10 are a warm-up

@@ -5,7 +5,7 @@
  * @example
  * ```ts
  * import { claimDeliveries } from '@payhook/sender/internal';
- * const claims = await database.delivery((db) => claimDeliveries(db, { now, leaseMs, limit: 32 }));
+ * const { claims } = await database.delivery((db) => claimDeliveries(db, { now, leaseMs, limit: 32 }));
  * ```
  */
 export * from './delivery/delivery-state.js';

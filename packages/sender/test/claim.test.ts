@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/index.js';
-import { claimDeliveries } from '../src/internal.js';
+import { type Claim, claimDeliveries } from '../src/internal.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
 const A = 'https://a.example/webhooks';
@@ -33,22 +33,37 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
   afterAll(() => cleanup());
 
   /**
-   * Claims as the worker does (`database.delivery`, its planner settings), inside a transaction
-   * that is rolled back, so that every case sees the same table. On PGlite `delivery` runs its
-   * function in a transaction already.
+   * Runs `body` as the worker's claims run (`database.delivery`, its planner settings), inside a
+   * transaction that is rolled back, so that every case sees the same table. On PGlite `delivery`
+   * runs its function in a transaction already.
    */
-  async function claimed(options: Omit<Parameters<typeof claimDeliveries>[1], 'leaseMs'>) {
-    let claims: Awaited<ReturnType<typeof claimDeliveries>> = [];
-    const body = async (tx: Parameters<typeof claimDeliveries>[0]) => {
-      claims = await claimDeliveries(tx, { leaseMs: 60_000, ...options });
+  async function rolledBack(body: (tx: Parameters<typeof claimDeliveries>[0]) => Promise<void>) {
+    const run = async (tx: Parameters<typeof claimDeliveries>[0]) => {
+      await body(tx);
       throw new Error('rollback');
     };
     await database
-      .delivery((db) => (db.isTransaction ? body(db) : db.transaction().execute(body)))
+      .delivery((db) => (db.isTransaction ? run(db) : db.transaction().execute(run)))
       .catch((error: Error) => {
         if (error.message !== 'rollback') throw error;
       });
+  }
+
+  /** The rows one claim takes, rolled back. */
+  async function claimed(options: Omit<Parameters<typeof claimDeliveries>[1], 'leaseMs'>) {
+    let claims: Claim[] = [];
+    await rolledBack(async (tx) => {
+      ({ claims } = await claimDeliveries(tx, { leaseMs: 60_000, ...options }));
+    });
     return claims;
+  }
+
+  /** The ids of `url`'s pending rows, oldest due first. */
+  async function rowsOf(tx: Parameters<typeof claimDeliveries>[0], url: string) {
+    const rows = await sql<{ id: string; next_attempt_at: Date; claim_token: string | null }>`
+      select id, next_attempt_at, claim_token from deliveries
+      where url = ${url} and status = 'pending' order by next_attempt_at, id`.execute(tx);
+    return rows.rows;
   }
 
   it('takes the oldest due rows, with their payload and a token each', async () => {
@@ -58,12 +73,77 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
     expect(new Set(claims.map((c) => c.token)).size).toBe(10);
   });
 
-  it('leaves out the URLs and the deliveries it is told to skip', async () => {
-    expect((await claimed({ now, limit: 10, skipUrls: [A] })).map((c) => c.url)).toEqual([B, B, B]);
+  it('leaves out the deliveries it is told to skip', async () => {
     const first = (await claimed({ now, limit: 2 })).map((c) => c.id);
     const next = await claimed({ now, limit: 2, skipIds: first });
     expect(next.map((c) => c.id).filter((id) => first.includes(id))).toEqual([]);
     expect(next).toHaveLength(2);
+  });
+
+  it("moves a paced URL's due rows to their turns, in order, and reaches the rows behind them", async () => {
+    const from = new Date(now.getTime() + 5_000);
+    await rolledBack(async (tx) => {
+      const before = await rowsOf(tx, A);
+      // The claim reads the 10 oldest due rows, all of A: none is claimed, each moves to its turn.
+      const first = await claimDeliveries(tx, {
+        now,
+        leaseMs: 60_000,
+        limit: 10,
+        paced: [{ url: A, from, stepMs: 2 }],
+      });
+      expect(first.claims).toEqual([]);
+      expect(first.paced.get(A)).toEqual({ rows: 10, until: new Date(from.getTime() + 18) });
+      const after = await rowsOf(tx, A);
+      // The next ten are now the oldest due; the moved ones come last, in their old order.
+      expect(after.slice(0, 490).map((r) => r.id)).toEqual(before.slice(10).map((r) => r.id));
+      expect(after.slice(490).map((r) => r.id)).toEqual(before.slice(0, 10).map((r) => r.id));
+      expect(after.slice(490).map((r) => r.next_attempt_at.getTime() - from.getTime())).toEqual([
+        0, 2, 4, 6, 8, 10, 12, 14, 16, 18,
+      ]);
+      expect(after.every((r) => r.claim_token === null)).toBe(true);
+      // A claim that does not pace A takes its next rows, not the moved ones (not due).
+      const unpaced = await claimDeliveries(tx, { now, leaseMs: 60_000, limit: 10 });
+      expect(unpaced.claims.map((c) => c.id)).toEqual(before.slice(10, 20).map((r) => r.id));
+      // Paced past the whole backlog in one walk, the rows of B behind it are claimed.
+      const rest = await claimDeliveries(tx, {
+        now,
+        leaseMs: 60_000,
+        limit: 600,
+        paced: [{ url: A, from: new Date(from.getTime() + 20), stepMs: 2 }],
+      });
+      expect(rest.claims.map((c) => c.url)).toEqual([B, B, B]);
+      expect(rest.paced.get(A)?.rows).toBe(480);
+      const notDue = await sql<{ n: string }>`
+        select count(*) as n from deliveries where url = ${A} and next_attempt_at <= ${now}`.execute(tx);
+      expect(Number(notDue.rows[0]?.n)).toBe(0);
+    });
+  });
+
+  it('paces only the rows it reads, and claims the other URLs within their limits', async () => {
+    // 500 rows of A then 3 of B: a walk of 501 rows moves all of A's and claims B's first; a walk
+    // of 503 claims two of B's, its limit.
+    let result: Awaited<ReturnType<typeof claimDeliveries>> | undefined;
+    let aheadOfB = -1;
+    await rolledBack(async (tx) => {
+      result = await claimDeliveries(tx, {
+        now,
+        leaseMs: 60_000,
+        limit: 501,
+        maxPerUrl: 2,
+        paced: [{ url: A, from: new Date(now.getTime() + 1_000), stepMs: 1 }],
+      });
+      aheadOfB = (await rowsOf(tx, A)).filter((r) => r.next_attempt_at <= now).length;
+    });
+    expect(result?.claims.map((c) => c.url)).toEqual([B]);
+    expect(result?.paced.get(A)?.rows).toBe(500);
+    expect(aheadOfB).toBe(0);
+    const two = await claimed({
+      now,
+      limit: 503,
+      maxPerUrl: 2,
+      paced: [{ url: A, from: new Date(now.getTime() + 1_000), stepMs: 1 }],
+    });
+    expect(two.map((c) => c.url)).toEqual([B, B]);
   });
 
   it('takes no more rows of a URL than its limit, and only those: the rest stay due, untouched', async () => {
@@ -72,8 +152,6 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
     const unlimited = await claimed({ now, limit: 8 });
     expect(claims.map((c) => c.id)).toEqual(unlimited.slice(0, 2).map((c) => c.id));
     expect((await claimed({ now, limit: 8, maxPerUrl: 4 })).map((c) => c.url)).toEqual([A, A, A, A]);
-    // A URL at its limit is skipped: the rows behind its backlog are reached.
-    expect((await claimed({ now, limit: 8, maxPerUrl: 2, skipUrls: [A] })).map((c) => c.url)).toEqual([B, B]);
     // Within one transaction: the rows it did not keep are neither claimed nor moved, and on
     // PostgreSQL another session can lock all of them (PGlite has one session).
     let rest = 0;
@@ -81,7 +159,12 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
     await database
       .delivery(async (db) => {
         const run = async (tx: Parameters<typeof claimDeliveries>[0]) => {
-          const kept = await claimDeliveries(tx, { now, leaseMs: 60_000, limit: 8, maxPerUrl: 1 });
+          const { claims: kept } = await claimDeliveries(tx, {
+            now,
+            leaseMs: 60_000,
+            limit: 8,
+            maxPerUrl: 1,
+          });
           expect(kept.map((c) => c.url)).toEqual([A]);
           const untouched = await sql<{ n: string }>`
             select count(*) as n from deliveries

@@ -324,7 +324,7 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
     expect(rows.filter((r) => r.url === slow.url).map((r) => r.status)).toEqual(Array(6).fill('pending'));
   });
 
-  it('claims no more of a backlog than its URL may hold, and leaves the rest untouched', async () => {
+  it('claims no more of a backlog than its URL may hold; the rest wait, unclaimed and unattempted', async () => {
     const slow = await receiver('hang');
     await register(slow.url);
     const payments: string[] = [];
@@ -343,12 +343,14 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
       { timeout: 10_000, interval: 20 },
     );
     await w.stop();
-    // A claim that took rows beyond the URL's room would have given them back, due again now.
-    const untouched = (await Promise.all(payments.map(deliveriesOf))).flat().filter((r) => !held.has(r.id));
-    expect(untouched).toHaveLength(16);
-    for (const r of untouched) {
+    // A claim that took rows beyond the URL's room would have given them back. The rest may have
+    // been paced (moved to their turn, later), never brought forward.
+    const waiting = (await Promise.all(payments.map(deliveriesOf))).flat().filter((r) => !held.has(r.id));
+    expect(waiting).toHaveLength(16);
+    for (const r of waiting) {
       expect([r.status, r.attempts, r.claim_token]).toEqual(['pending', 0, null]);
-      expect(new Date(r.next_attempt_at)).toEqual(new Date(before.get(r.id)?.next_attempt_at as Date));
+      const due = new Date(before.get(r.id)?.next_attempt_at as Date).getTime();
+      expect(new Date(r.next_attempt_at).getTime()).toBeGreaterThanOrEqual(due);
     }
   });
 

@@ -27,11 +27,11 @@ describe('HeldClaims', () => {
     // Four rows (the URL's whole room, 4 per slot), none begun yet.
     const claims = [1, 2, 3, 4].map((n) => claimOf(n, url));
     expect(held.hold(claims, 4, new Map(), 0, false)).toEqual([]);
-    expect(held.claimFilter(0, 60_000).skipUrls).toEqual([url]);
+    expect(held.claimFilter(0, 60_000).paced.map((p) => p.url)).toEqual([url]);
 
     expect(held.dropReady()).toEqual(claims);
-    const { skipUrls, rooms } = held.claimFilter(0, 60_000);
-    expect(skipUrls).toEqual([]);
+    const { paced, rooms } = held.claimFilter(0, 60_000);
+    expect(paced).toEqual([]);
     expect(rooms.get(url)).toBeUndefined();
     expect(held.claims()).toEqual([]);
     // Held again, the rows are all taken: nothing left over from before counts against them.

@@ -38,7 +38,7 @@ export interface Database {
    *
    * @example
    * ```ts
-   * const claims = await database.delivery((db) => claimDeliveries(db, { now, leaseMs, limit }));
+   * const { claims } = await database.delivery((db) => claimDeliveries(db, { now, leaseMs, limit }));
    * ```
    */
   delivery<T>(fn: (db: Kysely<Schema> | Transaction<Schema>) => Promise<T>): Promise<T>;

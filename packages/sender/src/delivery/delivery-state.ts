@@ -31,6 +31,10 @@
  *    supersede-deliveries sets superseded_by on the FAILED one <-------------------------+
  * ```
  *
+ * One move leaves a row unclaimed: claim-deliveries paces the due rows it reads of a URL that holds
+ * all it may (the worker names it), moving each to its turn at the URL's pace, later, so that the
+ * next claims read past that URL's backlog (docs/decisions.md, "One URL's backlog").
+ *
  * Every claim, renewal, release and record runs through `database.delivery` (the worker's
  * planner settings and connections); the inserts and supersessions run in the API's transaction
  * with the state change that caused them, and wake the workers with a NOTIFY on
@@ -38,7 +42,7 @@
  * that drives these transitions is `./worker.ts`.
  */
 
-export type { Claim, ClaimOptions } from './sql/claim-deliveries.js';
+export type { Claim, ClaimOptions, ClaimResult, PacedUrl } from './sql/claim-deliveries.js';
 export { claimDeliveries } from './sql/claim-deliveries.js';
 export { enqueueDeliveries } from './sql/insert-deliveries.js';
 export type { FailedSince } from './sql/lock-failed-deliveries.js';

@@ -1,4 +1,13 @@
-import type { Claim } from './delivery-state.js';
+import { performance } from 'node:perf_hooks';
+import type { Claim, PacedUrl } from './delivery-state.js';
+
+/**
+ * How far ahead a URL's held rows should last at its observed pace: about the time a claim takes
+ * on a busy database, so that a fast URL's next rows arrive before its slots run dry.
+ */
+const HORIZON_MS = 10;
+/** URLs whose pace is kept. */
+const PACES_KEPT = 1024;
 
 /** A claim the worker holds: waiting in `ready`, being sent, or sent and being recorded. */
 interface Held {
@@ -7,6 +16,8 @@ interface Held {
   claimedAt: number;
   /** Set once its attempt begins: resolves when the attempt is sent and recorded. */
   done?: Promise<void>;
+  /** When its attempt was sent, on the latency clock. */
+  sentAt?: number;
 }
 
 /** The limits of {@link HeldClaims}, and the worker's clock. */
@@ -22,6 +33,8 @@ export interface HeldClaimsOptions {
    */
   slots?: (url: string) => number;
   now: () => Date;
+  /** The clock of the attempts' latency, in milliseconds (default `performance.now`). */
+  clock?: () => number;
   /** Starts the attempt of a claim taken from `ready`. */
   begin: (claim: Claim) => void;
 }
@@ -47,8 +60,13 @@ export class HeldClaims {
   readonly capacity: number;
   /** The free room, at least, that a claim waits for while attempts run. */
   readonly refill: number;
-  /** Rows held at most for one URL, being sent or ready. */
+  /**
+   * Rows held at most for one URL, being sent or ready, until its pace is known: 4 per slot. A URL
+   * whose answers are fast may hold more (see {@link capacityOf}).
+   */
   readonly urlCapacity: number;
+  /** Rows held at most for one URL, however fast: half the worker's capacity. */
+  readonly urlCapacityMax: number;
   /** Claims held, by delivery id: ready, being sent, or sent and being recorded. */
   readonly inFlight = new Map<string, Held>();
   /** Claimed ahead, waiting for a slot, in due order. */
@@ -75,6 +93,14 @@ export class HeldClaims {
    * of due rows to keep a few.
    */
   private lastShort: number | undefined;
+  /**
+   * Each URL's time per attempt (ms, a moving average), kept for the last {@link PACES_KEPT} URLs
+   * sent to, so that a URL whose held rows run out between two claims keeps its pace.
+   */
+  private readonly pace = new Map<string, number>();
+  /** Per paced URL: the turn (ms) after the last row a claim paced, while it holds rows. */
+  private readonly tails = new Map<string, number>();
+  private readonly clock: () => number;
   /** Resolved when the next attempt is done (what `runDue` waits on), made on demand. */
   private settled: { promise: Promise<void>; resolve: () => void } | undefined;
 
@@ -82,6 +108,8 @@ export class HeldClaims {
     this.capacity = 4 * options.concurrency;
     this.refill = options.concurrency;
     this.urlCapacity = 4 * options.perUrl;
+    this.urlCapacityMax = Math.max(this.urlCapacity, Math.floor(this.capacity / 2));
+    this.clock = options.clock ?? (() => performance.now());
   }
 
   /** Attempts this instance may send at once to `url`. */
@@ -89,9 +117,20 @@ export class HeldClaims {
     return this.options.slots ? this.options.slots(url) : this.options.perUrl;
   }
 
-  /** Rows this instance may hold for `url`, being sent or ready: none without a slot. */
-  private capacityOf(url: string): number {
-    return this.limitOf(url) > 0 ? this.urlCapacity : 0;
+  /**
+   * Rows this instance may hold for `url`, being sent or ready: none without a slot; 4 per slot of
+   * the URL's limit until its pace is known; then what its slots send in twice {@link HORIZON_MS},
+   * within `urlCapacityMax`. A fast URL with a long backlog is then claimed in batches as large as
+   * many URLs' are, and its slots never wait for a claim; a slow one holds no more than before, so
+   * its rows never keep the worker's room from the others (docs/decisions.md, "One URL's backlog").
+   */
+  capacityOf(url: string): number {
+    const slots = this.limitOf(url);
+    if (slots <= 0) return 0;
+    const pace = this.pace.get(url);
+    if (pace === undefined) return this.urlCapacity;
+    const ahead = Math.ceil((2 * HORIZON_MS * slots) / Math.max(pace, 0.01));
+    return Math.min(this.urlCapacityMax, Math.max(this.urlCapacity, ahead));
   }
 
   /** How many rows the next claim asks for, with `room` free. */
@@ -101,26 +140,58 @@ export class HeldClaims {
   }
 
   /**
-   * What the next claim leaves alone: URLs that hold all they may (the others get the room they
-   * have left), and the deliveries held for half a lease or more: their leases are renewed, but a
-   * row whose renewal is late must not be sent twice from here. A row claimed more recently cannot
-   * be due (its lease ends a full lease after its claim, or later), and naming every row held in
-   * every claim cost the database a comparison with each of them for every row it walked.
+   * What the next claim leaves alone: the deliveries held for half a lease or more (their leases
+   * are renewed, but a row whose renewal is late must not be sent twice from here; a row claimed
+   * more recently cannot be due, as its lease ends a full lease after its claim, and naming every
+   * row held cost the database a comparison with each for every row it walked); the room each URL
+   * has left; and the URLs that hold all they may, paced: the claim moves their due rows to their
+   * turn at the URL's pace (`PacedUrl`), so that their backlog is not read again by each claim.
    */
   claimFilter(
     at: number,
     leaseMs: number,
-  ): { skipIds: string[]; skipUrls: string[]; rooms: Map<string, number> } {
+  ): { skipIds: string[]; paced: PacedUrl[]; rooms: Map<string, number> } {
     const skipIds: string[] = [];
-    for (const [id, held] of this.inFlight) if (held.claimedAt <= at - leaseMs / 2) skipIds.push(id);
+    const oldestSent = new Map<string, number>();
+    for (const [id, held] of this.inFlight) {
+      if (held.claimedAt <= at - leaseMs / 2) skipIds.push(id);
+      const { sentAt } = held;
+      const oldest = oldestSent.get(held.claim.url);
+      if (sentAt !== undefined && (oldest === undefined || sentAt < oldest))
+        oldestSent.set(held.claim.url, sentAt);
+    }
     const rooms = new Map<string, number>();
-    const skipUrls: string[] = [];
+    const paced: PacedUrl[] = [];
     for (const [url, held] of this.perUrlHeld) {
       const capacity = this.capacityOf(url);
-      if (held >= capacity) skipUrls.push(url);
-      else rooms.set(url, capacity - held);
+      if (held < capacity) {
+        rooms.set(url, capacity - held);
+        continue;
+      }
+      const slots = this.limitOf(url);
+      if (slots <= 0) continue;
+      // Until an answer is in, its pace is at least the age of its oldest attempt.
+      const sent = oldestSent.get(url);
+      const pace = Math.max(this.pace.get(url) ?? (sent === undefined ? 0 : this.clock() - sent), 1);
+      const turn = at + (held * pace) / slots;
+      paced.push({
+        url,
+        from: new Date(Math.max(turn, this.tails.get(url) ?? 0)),
+        stepMs: pace / this.options.perUrl,
+      });
     }
-    return { skipIds, skipUrls, rooms };
+    return { skipIds, paced, rooms };
+  }
+
+  /**
+   * Keeps, per URL, the turn after the last row a claim paced (`moved`, from the claim's result):
+   * the next claim paces that URL's rows from there.
+   */
+  pacedUntil(asked: readonly PacedUrl[], moved: ReadonlyMap<string, { until: Date }>): void {
+    for (const { url, stepMs } of asked) {
+      const until = moved.get(url)?.until;
+      if (until !== undefined && this.perUrlHeld.has(url)) this.tails.set(url, until.getTime() + stepMs);
+    }
   }
 
   /**
@@ -184,6 +255,8 @@ export class HeldClaims {
 
   /** Counts a slot taken by an attempt about to be sent. */
   slotTaken(claim: Claim): void {
+    const held = this.inFlight.get(claim.id);
+    if (held) held.sentAt = this.clock();
     this.begun++;
     this.active++;
     this.sending++;
@@ -196,7 +269,16 @@ export class HeldClaims {
     count(this.perUrlCount, claim.url, -1);
     count(this.perUrlHeld, claim.url, -1);
     const held = this.perUrlHeld.get(claim.url) ?? 0;
-    if (held === 0) this.capped.delete(claim.url);
+    const sentAt = this.inFlight.get(claim.id)?.sentAt;
+    if (held === 0) this.forget(claim.url);
+    if (sentAt !== undefined) {
+      const took = this.clock() - sentAt;
+      const pace = this.pace.get(claim.url);
+      // Deleted and set again: the Map's order is then the order of use, oldest first.
+      this.pace.delete(claim.url);
+      this.pace.set(claim.url, pace === undefined ? took : pace + (took - pace) / 8);
+      if (this.pace.size > PACES_KEPT) this.pace.delete(this.pace.keys().next().value as string);
+    }
     return held;
   }
 
@@ -207,6 +289,12 @@ export class HeldClaims {
    */
   batching(url: string, held: number): boolean {
     return this.capped.has(url) && held > this.capacityOf(url) / 2;
+  }
+
+  /** Forgets what was known of a URL that holds no rows any more. */
+  private forget(url: string): void {
+    this.capped.delete(url);
+    this.tails.delete(url);
   }
 
   /** Lets go of a claim whose attempt is done (recorded, or failed to be), and wakes `nextDone`. */
@@ -240,7 +328,7 @@ export class HeldClaims {
       this.inFlight.delete(c.id);
       // No longer held here: the URL's room comes back (the worker may go on claiming).
       count(this.perUrlHeld, c.url, -1);
-      if (!this.perUrlHeld.has(c.url)) this.capped.delete(c.url);
+      if (!this.perUrlHeld.has(c.url)) this.forget(c.url);
     }
     return unstarted;
   }

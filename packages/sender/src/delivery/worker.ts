@@ -86,6 +86,11 @@ const NEXT_MODES: Record<WorkerMode, readonly WorkerMode[]> = {
   stopped: [],
 };
 
+/** Claims in a row, per pass, that may read nothing but backlogs to pace (see `fill`). */
+const PACING_CLAIMS = 8;
+/** The most rows one pacing claim reads. */
+const PACING_LIMIT = 1024;
+
 function positive(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (!Number.isInteger(value) || value < 1) {
@@ -145,6 +150,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   });
   const { capacity, refill, urlCapacity } = held;
   const pump = serialPasses(fill, () => !claiming);
+  /**
+   * Whether the next claim should read past the backlogs of URLs at their limit (pacing them) when
+   * no URL held has room: set by what may have made rows due (new events, the poll), and while
+   * pacing reads nothing but backlogs.
+   */
+  let lookPast = true;
 
   function setMode(next: WorkerMode): void {
     if (!NEXT_MODES[mode].includes(next)) {
@@ -154,24 +165,35 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     claiming = next === 'idle' || next === 'running';
   }
 
-  /** Claims up to `limit` due deliveries, within what each URL has room for (`HeldClaims.claimFilter`). */
-  function claim(limit: number): Promise<{ claims: Claim[]; rooms: Map<string, number> }> {
-    const at = now();
-    const { skipIds, skipUrls, rooms } = held.claimFilter(at.getTime(), leaseMs);
-    return database
-      .delivery((db) =>
-        claimDeliveries(db, {
-          now: at,
-          leaseMs,
-          limit,
-          skipUrls,
-          skipIds,
-          maxPerUrl: urlCapacity,
-          urlLimits: rooms,
-          share: membership && { ...membership.share(), perUrl },
-        }),
-      )
-      .then((claims) => ({ claims, rooms }));
+  /**
+   * Claims from the first `limit` due deliveries, within what each URL has room for (`filter`,
+   * from `HeldClaims.claimFilter`). While running, the due rows it reads of a URL that holds all it
+   * may are paced: moved to their turn. `runDue` promises every row due now, so there they stay due.
+   */
+  async function claim(
+    limit: number,
+    at: Date,
+    filter: ReturnType<HeldClaims['claimFilter']>,
+  ): Promise<{ claims: Claim[]; rooms: Map<string, number>; paced: number }> {
+    const { skipIds, rooms } = filter;
+    const paced = mode === 'running' ? filter.paced : [];
+    if (paced.length === 0) for (const { url } of filter.paced) rooms.set(url, 0);
+    const result = await database.delivery((db) =>
+      claimDeliveries(db, {
+        now: at,
+        leaseMs,
+        limit,
+        skipIds,
+        maxPerUrl: urlCapacity,
+        urlLimits: rooms,
+        paced,
+        share: membership && { ...membership.share(), perUrl },
+      }),
+    );
+    held.pacedUntil(paced, result.paced);
+    let moved = 0;
+    for (const { rows } of result.paced.values()) moved += rows;
+    return { claims: result.claims, rooms, paced: moved };
   }
 
   /** Gives claims back at once (a URL over its limit, or a shutdown): due again, unclaimed. */
@@ -282,19 +304,44 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
    */
   async function fill(): Promise<number> {
     let started = held.startReady();
+    /** Claims of this pass that read nothing but rows of URLs at their limit, and paced them all. */
+    let pacingOnly = 0;
+    let pacingLimit = 0;
     while (claiming) {
       const room = capacity - held.sending - held.ready.length;
       if (room <= 0 || (room < refill && held.sending + held.ready.length > 0)) break;
-      const limit = held.claimLimit(room);
-      const claimedAt = now().getTime();
-      const { claims, rooms } = await claim(limit);
-      const over = held.hold(claims, limit, rooms, claimedAt, !claiming);
+      const at = now();
+      const filter = held.claimFilter(at.getTime(), leaseMs);
+      // Every URL held is at its limit: a claim could only pace their backlogs to find other
+      // URLs' rows behind them. Worth it when other rows may be due (new events, the poll, or
+      // the last claim paced all it read); a freed slot of a URL at its limit is no reason.
+      if (filter.rooms.size === 0 && filter.paced.length > 0 && !lookPast) break;
+      const limit = pacingOnly > 0 ? pacingLimit : held.claimLimit(room);
+      const { claims, rooms, paced } = await claim(limit, at, filter);
+      const over = held.hold(claims, limit, rooms, at.getTime(), !claiming);
       renewWhileBusy();
       started += held.startReady();
       await release(over);
+      const pacedAll = claims.length === 0 && paced >= limit;
+      lookPast = pacedAll;
+      if (pacedAll && pacingOnly < PACING_CLAIMS) {
+        // Every row it read was a backlog's (a URL at its limit), now paced: rows of other URLs
+        // may wait behind it. Read on in this pass, further each time, up to PACING_CLAIMS claims.
+        pacingOnly++;
+        pacingLimit = Math.min(PACING_LIMIT, 2 * limit);
+        continue;
+      }
+      // Fewer than asked for: the due rows it may take are all taken.
       if (claims.length < limit) break;
+      pacingOnly = 0;
     }
     return started;
+  }
+
+  /** Looks for due deliveries: new ones may be due, past the backlogs of URLs at their limit. */
+  function wakeToLook(): void {
+    lookPast = true;
+    wake();
   }
 
   function wake(): void {
@@ -353,16 +400,16 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
             release(held.dropReady()).catch((error: unknown) =>
               log.error({ err: error }, 'releasing deliveries failed'),
             );
-            wake();
+            wakeToLook();
           },
           onError: (error) => log.error({ err: error }, 'the delivery instances heartbeat failed'),
         });
-      unlisten = await database.listen(WAKE_CHANNEL, wake);
-      poll = setInterval(wake, pollIntervalMs);
+      unlisten = await database.listen(WAKE_CHANNEL, wakeToLook);
+      poll = setInterval(wakeToLook, pollIntervalMs);
       poll.unref();
-      wake();
+      wakeToLook();
     },
-    wake,
+    wake: wakeToLook,
     async runDue() {
       // Counted at the start of each attempt: wake-ups start some too, not only this loop.
       const before = held.begun;

@@ -20,20 +20,35 @@ export interface Claim {
   mode: Mode;
 }
 
+/**
+ * A URL at its limit whose due rows a claim moves to their turn rather than walk past again: the
+ * first one it reads is due at `from`, each next one `step` later.
+ */
+export interface PacedUrl {
+  url: string;
+  from: Date;
+  /** Milliseconds between two rows' turns: the URL's time per attempt over its limit. */
+  stepMs: number;
+}
+
 /** What {@link claimDeliveries} takes. */
 export interface ClaimOptions {
   /** The claim's clock: rows due at or before it are taken. */
   now: Date;
   leaseMs: number;
+  /** Due rows read at most (in due order): the bound of the claim's walk. */
   limit: number;
-  /** URLs to leave alone (at their concurrency limit). */
-  skipUrls?: readonly string[];
   /** Deliveries to leave alone (this worker holds them already). */
   skipIds?: readonly string[];
   /** At most this many rows of any one URL (default: no limit). */
   maxPerUrl?: number;
-  /** Lower limits for some URLs (the room they have left), within `maxPerUrl`. */
+  /** Other limits for some URLs (the room they have left, lower or higher than `maxPerUrl`). */
   urlLimits?: ReadonlyMap<string, number>;
+  /**
+   * URLs that hold all they may: their due rows that the walk reads are not claimed but moved to
+   * their turn (see {@link PacedUrl}), past rows of other URLs due after them.
+   */
+  paced?: readonly PacedUrl[];
   /**
    * With several instances: URLs where this one has none of the slots of their limit `perUrl`
    * (`slotsOf`) are left alone; the others are claimed as when alone.
@@ -41,72 +56,120 @@ export interface ClaimOptions {
   share?: UrlShare & { perUrl: number };
 }
 
+/** What a claim did: the rows it claimed, and the last turn it gave each paced URL's rows. */
+export interface ClaimResult {
+  claims: Claim[];
+  /** Per paced URL whose rows it moved: how many, and the turn of the last one. */
+  paced: Map<string, { rows: number; until: Date }>;
+}
+
+type Row = Claim & { paced_to: Date | null };
+
 /**
- * Claims up to `limit` due deliveries in one statement: `FOR UPDATE SKIP LOCKED` over the due
- * index, and the due time moved to the end of the lease, so a claimed row is not due again until
- * the lease ends (DESIGN.md; docs/decisions.md, "A claim moves the delivery's due time").
+ * Claims due deliveries in one statement: it reads at most `limit` due rows in due order (`FOR
+ * UPDATE SKIP LOCKED` over the due index), and moves the due time of those it keeps to the end of
+ * the lease, so a claimed row is not due again until the lease ends (DESIGN.md; docs/decisions.md,
+ * "A claim moves the delivery's due time").
  *
- * With per-URL limits (`maxPerUrl` below `limit`, or `urlLimits`), the first `limit` due rows are
- * read, the oldest of each URL up to its limit are kept, and only those are locked and claimed: a
- * URL whose backlog is longer than it may hold gets what it has room for, and the rest of its rows
- * stay as they are, due, rather than claimed to be given back (docs/decisions.md, "Per-URL
- * concurrency").
+ * With per-URL limits (`maxPerUrl` below `limit`, or `urlLimits`), the oldest rows of each URL up
+ * to its limit are kept and the rest stay due, untouched. The rows of a `paced` URL (one at its
+ * limit) are moved to their turn instead: a URL's backlog costs each claim no more than the rows
+ * it reads, and the rows of other URLs behind it are reached by the next claim, whatever the
+ * backlog's length (docs/decisions.md, "One URL's backlog").
  *
  * @example
  * ```ts
- * const claims = await claimDeliveries(db, { now: new Date(), leaseMs: 60_000, limit: 32 });
+ * const { claims } = await claimDeliveries(db, { now: new Date(), leaseMs: 60_000, limit: 32 });
  * ```
  */
 export async function claimDeliveries(
   db: Kysely<Schema> | Transaction<Schema>,
   options: ClaimOptions,
-): Promise<Claim[]> {
-  const { now, leaseMs, limit, skipUrls = [], skipIds = [], maxPerUrl, urlLimits, share } = options;
+): Promise<ClaimResult> {
+  const { now, leaseMs, limit, skipIds = [], maxPerUrl, urlLimits, paced = [], share } = options;
   const leaseEnd = new Date(now.getTime() + leaseMs);
   const shared = share && share.count > 1 ? share : undefined;
   const filters = sql`status = 'pending' and next_attempt_at <= ${now}
-    ${skipUrls.length > 0 ? sql`and url <> all(${skipUrls}::text[])` : sql``}
     ${skipIds.length > 0 ? sql`and id <> all(${skipIds}::uuid[])` : sql``}
     ${shared ? sql`and ${slotsSql(shared.perUrl, shared)} > 0` : sql``}`;
   const perUrl = Math.min(maxPerUrl ?? limit, limit);
-  // Only a limit below the claim's own can keep a row out.
-  const limits = urlLimits ? [...urlLimits].filter(([, n]) => n < perUrl) : [];
-  // A named prepared statement on PostgreSQL: planned once per connection, not at every claim.
-  const due =
-    perUrl >= limit && limits.length === 0
-      ? sql`
-        select id from deliveries
-        where ${filters}
-        order by next_attempt_at
-        limit ${limit}
-        for update skip locked`
-      : sql`
+  // A limit that differs from the default (and is below the claim's own) changes what is kept.
+  const limits = urlLimits
+    ? [...urlLimits].filter(([, n]) => n !== perUrl && (n < limit || perUrl < limit))
+    : [];
+  const paces = paced.map((p) => ({ url: p.url, from_ms: p.from.getTime(), step_ms: p.stepMs }));
+  const result =
+    perUrl >= limit && limits.length === 0 && paces.length === 0
+      ? await sql<Row>`${sql.raw(PREPARE)}
+        with due as (
+          select id from deliveries
+          where ${filters}
+          order by next_attempt_at
+          limit ${limit}
+          for update skip locked
+        )
+        update deliveries d
+        set claim_token = gen_random_uuid(), next_attempt_at = ${leaseEnd}
+        from due, events e
+        where d.id = due.id and e.id = d.event_id
+        returning d.id, d.claim_token as token, d.event_id, d.url, d.attempts, d.first_attempt_at,
+          e.payload, e.business_id, e.mode, null::timestamptz as paced_to`.execute(db)
+      : // A named prepared statement on PostgreSQL: planned once per connection, not at every claim.
+        await sql<Row>`${sql.raw(PREPARE)}
         with seen as (
           select id, url, next_attempt_at from deliveries
           where ${filters}
           order by next_attempt_at
           limit ${limit}
         ),
-        kept as (
+        ranked as (
           select s.id, s.next_attempt_at,
                  row_number() over (partition by s.url order by s.next_attempt_at) as n,
-                 coalesce(l.room, ${perUrl}::int) as room
+                 case when p.url is null then coalesce(l.room, ${perUrl}::int) else 0 end as room,
+                 p.from_ms, p.step_ms
           from seen s
           left join json_to_recordset(${JSON.stringify(limits.map(([url, room]) => ({ url, room })))}::json)
             as l(url text, room int) on l.url = s.url
+          left join json_to_recordset(${JSON.stringify(paces)}::json)
+            as p(url text, from_ms float8, step_ms float8) on p.url = s.url
+        ),
+        locked as (
+          select d.id, r.n, r.room, r.from_ms, r.step_ms from ranked r join deliveries d on d.id = r.id
+          where (r.n <= r.room or r.step_ms is not null)
+            and d.status = 'pending' and d.next_attempt_at <= ${now}
+          order by r.next_attempt_at
+          for update of d skip locked
+        ),
+        claimed as (
+          update deliveries d
+          set claim_token = gen_random_uuid(), next_attempt_at = ${leaseEnd}
+          from locked l, events e
+          where d.id = l.id and l.n <= l.room and e.id = d.event_id
+          returning d.id, d.claim_token as token, d.event_id, d.url, d.attempts, d.first_attempt_at,
+            e.payload, e.business_id, e.mode, null::timestamptz as paced_to
+        ),
+        moved as (
+          update deliveries d
+          set next_attempt_at = to_timestamp((l.from_ms + l.step_ms * (l.n - 1)) / 1000.0)
+          from locked l
+          where d.id = l.id and l.n > l.room
+          returning d.id, null::uuid as token, d.event_id, d.url, d.attempts, d.first_attempt_at,
+            null::text as payload, null::text as business_id, null::text as mode, d.next_attempt_at as paced_to
         )
-        select d.id from kept k join deliveries d on d.id = k.id
-        where k.n <= k.room and d.status = 'pending' and d.next_attempt_at <= ${now}
-        order by k.next_attempt_at
-        for update of d skip locked`;
-  const result = await sql<Claim>`${sql.raw(PREPARE)}
-    with due as (${due})
-    update deliveries d
-    set claim_token = gen_random_uuid(), next_attempt_at = ${leaseEnd}
-    from due, events e
-    where d.id = due.id and e.id = d.event_id
-    returning d.id, d.claim_token as token, d.event_id, d.url, d.attempts, d.first_attempt_at, e.payload, e.business_id, e.mode`.execute(
-    db,
-  );
-  return result.rows;
+        select * from claimed union all select * from moved`.execute(db);
+  const claims: Claim[] = [];
+  const moved = new Map<string, { rows: number; until: Date }>();
+  for (const { paced_to, ...row } of result.rows) {
+    if (paced_to === null) claims.push(row);
+    else {
+      const last = moved.get(row.url);
+      const until = new Date(paced_to);
+      if (!last) moved.set(row.url, { rows: 1, until });
+      else {
+        last.rows++;
+        if (until > last.until) last.until = until;
+      }
+    }
+  }
+  return { claims, paced: moved };
 }
