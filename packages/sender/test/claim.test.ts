@@ -119,6 +119,25 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
     });
   });
 
+  it("takes a paced URL's oldest rows within its room, and moves the rest of what it reads", async () => {
+    const from = new Date(now.getTime() + 5_000);
+    await rolledBack(async (tx) => {
+      const before = await rowsOf(tx, A);
+      const r = await claimDeliveries(tx, {
+        now,
+        leaseMs: 60_000,
+        limit: 10,
+        paced: [{ url: A, from, stepMs: 2, room: 3 }],
+      });
+      expect(r.claims.map((c) => c.id)).toEqual(before.slice(0, 3).map((row) => row.id));
+      expect(r.paced.get(A)).toEqual({ rows: 7, until: new Date(from.getTime() + 12) });
+      const moved = (await rowsOf(tx, A)).filter((row) => before.slice(3, 10).some((b) => b.id === row.id));
+      expect(moved.map((row) => row.next_attempt_at.getTime() - from.getTime())).toEqual([
+        0, 2, 4, 6, 8, 10, 12,
+      ]);
+    });
+  });
+
   it('paces only the rows it reads, and claims the other URLs within their limits', async () => {
     // 500 rows of A then 3 of B: a walk of 501 rows moves all of A's and claims B's first; a walk
     // of 503 claims two of B's, its limit.

@@ -43,7 +43,7 @@
  */
 
 export type { Claim, ClaimOptions, ClaimResult, PacedUrl } from './sql/claim-deliveries.js';
-export { claimDeliveries } from './sql/claim-deliveries.js';
+export { claimDeliveries, otherUrlsDue } from './sql/claim-deliveries.js';
 export { enqueueDeliveries } from './sql/insert-deliveries.js';
 export type { FailedSince } from './sql/lock-failed-deliveries.js';
 export { lockFailedDeliveries } from './sql/lock-failed-deliveries.js';

@@ -5,7 +5,7 @@ import type { Claim, PacedUrl } from './delivery-state.js';
  * How far ahead a URL's held rows should last at its observed pace: about the time a claim takes
  * on a busy database, so that a fast URL's next rows arrive before its slots run dry.
  */
-const HORIZON_MS = 10;
+const HORIZON_MS = 25;
 /** URLs whose pace is kept. */
 const PACES_KEPT = 1024;
 
@@ -79,7 +79,7 @@ export class HeldClaims {
   active = 0;
   /** Attempts being sent, per URL: what `perUrlConcurrency` limits. */
   private readonly perUrlCount = new Map<string, number>();
-  /** Rows held per URL, being sent or ready: at most `urlCapacity`. */
+  /** Rows held per URL, being sent or ready: at most its `capacityOf` when claimed. */
   private readonly perUrlHeld = new Map<string, number>();
   /**
    * URLs a claim gave all the rows they had room for: their backlog is likely longer than what
@@ -108,7 +108,7 @@ export class HeldClaims {
     this.capacity = 4 * options.concurrency;
     this.refill = options.concurrency;
     this.urlCapacity = 4 * options.perUrl;
-    this.urlCapacityMax = Math.max(this.urlCapacity, Math.floor(this.capacity / 2));
+    this.urlCapacityMax = Math.max(this.urlCapacity, Math.floor((3 * this.capacity) / 4));
     this.clock = options.clock ?? (() => performance.now());
   }
 
@@ -133,10 +133,18 @@ export class HeldClaims {
     return Math.min(this.urlCapacityMax, Math.max(this.urlCapacity, ahead));
   }
 
-  /** How many rows the next claim asks for, with `room` free. */
-  claimLimit(room: number): number {
+  /**
+   * How many rows the next claim asks for, with `room` free and `rooms` left for the URLs held:
+   * after a short claim, twice what it brought, at least `refill`, and at least the URLs' rooms
+   * and `refill` more, so that a URL with a backlog fills its room in one claim (a claim cut
+   * short of it would leave the URL's room open, and each freed slot would claim again).
+   */
+  claimLimit(room: number, rooms: ReadonlyMap<string, number>): number {
     const { lastShort } = this;
-    return lastShort === undefined ? room : Math.min(room, Math.max(this.refill, 2 * lastShort));
+    if (lastShort === undefined) return room;
+    let known = 0;
+    for (const n of rooms.values()) known += n;
+    return Math.min(room, Math.max(this.refill, 2 * lastShort, known + this.refill));
   }
 
   /**
@@ -144,12 +152,15 @@ export class HeldClaims {
    * are renewed, but a row whose renewal is late must not be sent twice from here; a row claimed
    * more recently cannot be due, as its lease ends a full lease after its claim, and naming every
    * row held cost the database a comparison with each for every row it walked); the room each URL
-   * has left; and the URLs that hold all they may, paced: the claim moves their due rows to their
-   * turn at the URL's pace (`PacedUrl`), so that their backlog is not read again by each claim.
+   * has left; and the URLs to pace (`PacedUrl`): the claim moves their due rows past their room to
+   * their turn at the URL's pace, so that their backlog is not read again by each claim. Those are
+   * the URLs that hold all they may and, when `lookPast` (other URLs' rows may be due behind
+   * them), the URLs whose last claim filled their room: their backlog is longer than they hold.
    */
   claimFilter(
     at: number,
     leaseMs: number,
+    lookPast = false,
   ): { skipIds: string[]; paced: PacedUrl[]; rooms: Map<string, number> } {
     const skipIds: string[] = [];
     const oldestSent = new Map<string, number>();
@@ -163,21 +174,23 @@ export class HeldClaims {
     const rooms = new Map<string, number>();
     const paced: PacedUrl[] = [];
     for (const [url, held] of this.perUrlHeld) {
-      const capacity = this.capacityOf(url);
-      if (held < capacity) {
-        rooms.set(url, capacity - held);
-        continue;
+      const room = Math.max(0, this.capacityOf(url) - held);
+      if (room > 0) {
+        rooms.set(url, room);
+        if (!lookPast || !this.capped.has(url)) continue;
       }
       const slots = this.limitOf(url);
       if (slots <= 0) continue;
       // Until an answer is in, its pace is at least the age of its oldest attempt.
       const sent = oldestSent.get(url);
       const pace = Math.max(this.pace.get(url) ?? (sent === undefined ? 0 : this.clock() - sent), 1);
-      const turn = at + (held * pace) / slots;
+      // Its turn comes once the rows it holds, and those the claim gives it, are sent.
+      const turn = at + ((held + room) * pace) / slots;
       paced.push({
         url,
         from: new Date(Math.max(turn, this.tails.get(url) ?? 0)),
         stepMs: pace / this.options.perUrl,
+        room,
       });
     }
     return { skipIds, paced, rooms };
@@ -209,9 +222,12 @@ export class HeldClaims {
     const over: Claim[] = [];
     const taken = new Map<string, number>();
     for (const c of claims) {
-      // The claim kept within each URL's room (rooms only grow while it runs); rows claimed
-      // while stopping go back at once.
-      if ((this.perUrlHeld.get(c.url) ?? 0) >= this.capacityOf(c.url) || refuse) over.push(c);
+      // The claim kept within the room each URL had when it began (its rows held only went down
+      // since, though its capacity may have too, with its pace: the rows are kept all the same,
+      // rather than given back and claimed again). A URL whose slots here went to other instances
+      // takes none, and rows claimed while stopping go back at once.
+      const room = rooms.get(c.url) ?? this.urlCapacity;
+      if (refuse || (taken.get(c.url) ?? 0) >= room || this.limitOf(c.url) <= 0) over.push(c);
       else {
         count(this.perUrlHeld, c.url, 1);
         count(taken, c.url, 1);
@@ -220,7 +236,7 @@ export class HeldClaims {
       }
     }
     for (const [url, n] of taken) {
-      if (n >= (rooms.get(url) ?? this.capacityOf(url))) this.capped.add(url);
+      if (n >= (rooms.get(url) ?? this.urlCapacity)) this.capped.add(url);
       else this.capped.delete(url);
     }
     return over;

@@ -4,7 +4,8 @@ import type { Resolver } from '../net/webhook-url.js';
 import { signingKeyring } from '../signing/keyring.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
-import { type Claim, claimDeliveries, releaseClaims, renewLeases, WAKE_CHANNEL } from './delivery-state.js';
+import { createClaimer, PACING_CLAIMS, PACING_LIMIT } from './claimer.js';
+import { type Claim, releaseClaims, renewLeases, WAKE_CHANNEL } from './delivery-state.js';
 import type { AttemptFeed } from './feed.js';
 import { HeldClaims } from './held-claims.js';
 import { createDeliveryClient, type DeliveryClient } from './http-client.js';
@@ -86,11 +87,6 @@ const NEXT_MODES: Record<WorkerMode, readonly WorkerMode[]> = {
   stopped: [],
 };
 
-/** Claims in a row, per pass, that may read nothing but backlogs to pace (see `fill`). */
-const PACING_CLAIMS = 8;
-/** The most rows one pacing claim reads. */
-const PACING_LIMIT = 1024;
-
 function positive(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (!Number.isInteger(value) || value < 1) {
@@ -148,14 +144,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     begin,
     slots: (url) => slotsOf(url, perUrl, membership?.share()),
   });
-  const { capacity, refill, urlCapacity } = held;
+  const { capacity, refill } = held;
+  const claimer = createClaimer({ database, held, leaseMs, perUrl, share: () => membership?.share() });
   const pump = serialPasses(fill, () => !claiming);
-  /**
-   * Whether the next claim should read past the backlogs of URLs at their limit (pacing them) when
-   * no URL held has room: set by what may have made rows due (new events, the poll), and while
-   * pacing reads nothing but backlogs.
-   */
-  let lookPast = true;
 
   function setMode(next: WorkerMode): void {
     if (!NEXT_MODES[mode].includes(next)) {
@@ -163,37 +154,6 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     }
     mode = next;
     claiming = next === 'idle' || next === 'running';
-  }
-
-  /**
-   * Claims from the first `limit` due deliveries, within what each URL has room for (`filter`,
-   * from `HeldClaims.claimFilter`). While running, the due rows it reads of a URL that holds all it
-   * may are paced: moved to their turn. `runDue` promises every row due now, so there they stay due.
-   */
-  async function claim(
-    limit: number,
-    at: Date,
-    filter: ReturnType<HeldClaims['claimFilter']>,
-  ): Promise<{ claims: Claim[]; rooms: Map<string, number>; paced: number }> {
-    const { skipIds, rooms } = filter;
-    const paced = mode === 'running' ? filter.paced : [];
-    if (paced.length === 0) for (const { url } of filter.paced) rooms.set(url, 0);
-    const result = await database.delivery((db) =>
-      claimDeliveries(db, {
-        now: at,
-        leaseMs,
-        limit,
-        skipIds,
-        maxPerUrl: urlCapacity,
-        urlLimits: rooms,
-        paced,
-        share: membership && { ...membership.share(), perUrl },
-      }),
-    );
-    held.pacedUntil(paced, result.paced);
-    let moved = 0;
-    for (const { rows } of result.paced.values()) moved += rows;
-    return { claims: result.claims, rooms, paced: moved };
   }
 
   /** Gives claims back at once (a URL over its limit, or a shutdown): due again, unclaimed. */
@@ -311,22 +271,21 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const room = capacity - held.sending - held.ready.length;
       if (room <= 0 || (room < refill && held.sending + held.ready.length > 0)) break;
       const at = now();
-      const filter = held.claimFilter(at.getTime(), leaseMs);
+      const pace = mode === 'running';
+      const filter = await claimer.filter(at, pace, pacingOnly > 0);
       // Every URL held is at its limit: a claim could only pace their backlogs to find other
       // URLs' rows behind them. Worth it when other rows may be due (new events, the poll, or
       // the last claim paced all it read); a freed slot of a URL at its limit is no reason.
-      if (filter.rooms.size === 0 && filter.paced.length > 0 && !lookPast) break;
-      const limit = pacingOnly > 0 ? pacingLimit : held.claimLimit(room);
-      const { claims, rooms, paced } = await claim(limit, at, filter);
+      if (filter.rooms.size === 0 && filter.paced.length > 0 && !claimer.lookingPast) break;
+      const limit = pacingOnly > 0 ? pacingLimit : held.claimLimit(room, filter.rooms);
+      const { claims, rooms, pacedAll } = await claimer.claim(limit, at, filter, pace);
       const over = held.hold(claims, limit, rooms, at.getTime(), !claiming);
       renewWhileBusy();
       started += held.startReady();
       await release(over);
-      const pacedAll = claims.length === 0 && paced >= limit;
-      lookPast = pacedAll;
       if (pacedAll && pacingOnly < PACING_CLAIMS) {
-        // Every row it read was a backlog's (a URL at its limit), now paced: rows of other URLs
-        // may wait behind it. Read on in this pass, further each time, up to PACING_CLAIMS claims.
+        // Every row it read was a paced backlog's (taken within its URL's room, or moved): rows
+        // of other URLs may wait behind it. Read on in this pass, further each time, up to PACING_CLAIMS claims.
         pacingOnly++;
         pacingLimit = Math.min(PACING_LIMIT, 2 * limit);
         continue;
@@ -340,7 +299,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
 
   /** Looks for due deliveries: new ones may be due, past the backlogs of URLs at their limit. */
   function wakeToLook(): void {
-    lookPast = true;
+    claimer.lookAgain();
     wake();
   }
 

@@ -21,14 +21,17 @@ export interface Claim {
 }
 
 /**
- * A URL at its limit whose due rows a claim moves to their turn rather than walk past again: the
- * first one it reads is due at `from`, each next one `step` later.
+ * A URL with a backlog longer than it may hold, whose due rows past its `room` a claim moves to
+ * their turn rather than walk past again: the first one it moves is due at `from`, each next one
+ * `stepMs` later.
  */
 export interface PacedUrl {
   url: string;
   from: Date;
   /** Milliseconds between two rows' turns: the URL's time per attempt over its limit. */
   stepMs: number;
+  /** Its oldest rows the claim takes before it paces the others (default 0). */
+  room?: number;
 }
 
 /** What {@link claimDeliveries} takes. */
@@ -72,9 +75,9 @@ type Row = Claim & { paced_to: Date | null };
  * "A claim moves the delivery's due time").
  *
  * With per-URL limits (`maxPerUrl` below `limit`, or `urlLimits`), the oldest rows of each URL up
- * to its limit are kept and the rest stay due, untouched. The rows of a `paced` URL (one at its
- * limit) are moved to their turn instead: a URL's backlog costs each claim no more than the rows
- * it reads, and the rows of other URLs behind it are reached by the next claim, whatever the
+ * to its limit are kept and the rest stay due, untouched. The rows of a `paced` URL past its room
+ * are moved to their turn instead: a URL's backlog costs each claim no more than the rows it
+ * reads, and the rows of other URLs behind it are reached by the next claim, whatever the
  * backlog's length (docs/decisions.md, "One URL's backlog").
  *
  * @example
@@ -97,7 +100,12 @@ export async function claimDeliveries(
   const limits = urlLimits
     ? [...urlLimits].filter(([, n]) => n !== perUrl && (n < limit || perUrl < limit))
     : [];
-  const paces = paced.map((p) => ({ url: p.url, from_ms: p.from.getTime(), step_ms: p.stepMs }));
+  const paces = paced.map((p) => ({
+    url: p.url,
+    from_ms: p.from.getTime(),
+    step_ms: p.stepMs,
+    room: p.room ?? 0,
+  }));
   const result =
     perUrl >= limit && limits.length === 0 && paces.length === 0
       ? await sql<Row>`${sql.raw(PREPARE)}
@@ -125,13 +133,13 @@ export async function claimDeliveries(
         ranked as (
           select s.id, s.next_attempt_at,
                  row_number() over (partition by s.url order by s.next_attempt_at) as n,
-                 case when p.url is null then coalesce(l.room, ${perUrl}::int) else 0 end as room,
+                 case when p.url is null then coalesce(l.room, ${perUrl}::int) else p.room end as room,
                  p.from_ms, p.step_ms
           from seen s
           left join json_to_recordset(${JSON.stringify(limits.map(([url, room]) => ({ url, room })))}::json)
             as l(url text, room int) on l.url = s.url
           left join json_to_recordset(${JSON.stringify(paces)}::json)
-            as p(url text, from_ms float8, step_ms float8) on p.url = s.url
+            as p(url text, from_ms float8, step_ms float8, room int) on p.url = s.url
         ),
         locked as (
           select d.id, r.n, r.room, r.from_ms, r.step_ms from ranked r join deliveries d on d.id = r.id
@@ -150,7 +158,7 @@ export async function claimDeliveries(
         ),
         moved as (
           update deliveries d
-          set next_attempt_at = to_timestamp((l.from_ms + l.step_ms * (l.n - 1)) / 1000.0)
+          set next_attempt_at = to_timestamp((l.from_ms + l.step_ms * (l.n - l.room - 1)) / 1000.0)
           from locked l
           where d.id = l.id and l.n > l.room
           returning d.id, null::uuid as token, d.event_id, d.url, d.attempts, d.first_attempt_at,
@@ -172,4 +180,26 @@ export async function claimDeliveries(
     }
   }
   return { claims, paced: moved };
+}
+
+/**
+ * Whether a row of a URL not in `urls` is due at `now`: the walk of the due index that a claim
+ * would make past the backlogs of `urls`, stopped at the first such row. The worker asks it before
+ * it paces those backlogs (docs/decisions.md, "One URL's backlog"), at most once a wake-up.
+ *
+ * @example
+ * ```ts
+ * const waiting = await database.delivery((db) => otherUrlsDue(db, { now: new Date(), urls: [url] }));
+ * ```
+ */
+export async function otherUrlsDue(
+  db: Kysely<Schema> | Transaction<Schema>,
+  { now, urls }: { now: Date; urls: readonly string[] },
+): Promise<boolean> {
+  const { rows } = await sql<{ id: string }>`${sql.raw(PREPARE)}
+    select id from deliveries
+    where status = 'pending' and next_attempt_at <= ${now} and url <> all(${urls}::text[])
+    order by next_attempt_at
+    limit 1`.execute(db);
+  return rows.length > 0;
 }
