@@ -1,12 +1,7 @@
-import {
-  compareKeys,
-  compareKeyUnits,
-  depthLimit,
-  duplicateKey,
-  OMITTED_DATA_KEY,
-  tooDeep,
-} from './canonical-rules.js';
+import { depthLimit, duplicateKey, keyPrefix, OMITTED_DATA_KEY, tooDeep } from './canonical-rules.js';
 import type { PayhookError } from './errors.js';
+import { compareKeyTokens, escapedKeyPrefix, isKey, keyOf } from './lexical-keys.js';
+import { sortMembers } from './lexical-sort.js';
 import {
   emit,
   KEY_ESCAPED,
@@ -17,23 +12,25 @@ import {
   MEMBER,
   NODE,
   outFor,
-  stackFor,
   tapeFor,
   VERBATIM,
 } from './lexical-tape.js';
 import {
+  Backslashes,
   CLOSE_BRACE,
   CLOSE_BRACKET,
   COLON,
   COMMA,
+  COPY_SLACK,
   END,
   firstDifference,
   isWs,
+  isWsInside,
+  longStringEnd,
   OPEN_BRACE,
   OPEN_BRACKET,
   QUOTE,
   scalarEnd,
-  stringEnd,
   unitsToString,
 } from './lexical-tokens.js';
 
@@ -42,9 +39,6 @@ import {
 const PLAIN = 0;
 const SIGNED_DATA = 1;
 const ENVELOPE = 2;
-
-/** Objects with more members than this are sorted with Array#sort rather than by insertion. */
-const INSERTION_SORT_MAX = 16;
 
 const EMPTY = new Int32Array(0);
 
@@ -56,15 +50,14 @@ const EMPTY = new Int32Array(0);
  */
 export class Scanner {
   i: number;
-  // The tape, its length, and a stack of the member records of the objects being read.
+  // The tape and its length.
   private tape: Int32Array = EMPTY;
   private t = 0;
-  private stack: Int32Array = EMPTY;
-  private sp = 0;
   /** The tape node of the `data` member an `Envelope` read found, or -1. */
   private dataNode = -1;
   /** The deepest nesting accepted: the caller's `maxDepth`, capped (see `depthLimit`). */
   readonly maxDepth: number;
+  private readonly backslashes: Backslashes;
 
   constructor(
     readonly s: string,
@@ -75,6 +68,12 @@ export class Scanner {
   ) {
     this.i = start;
     this.maxDepth = depthLimit(maxDepth);
+    this.backslashes = new Backslashes(s);
+  }
+
+  /** The index after the string token at `i`, its sign bit set if the token has an escape. */
+  private stringEnd(i: number): number {
+    return longStringEnd(this.u, this.s, this.backslashes, i);
   }
 
   /** Skips whitespace; returns the new position. */
@@ -83,30 +82,18 @@ export class Scanner {
     return this.i;
   }
 
-  /** The decoded key of the string token at [start, end). */
-  private key(start: number, end: number, escaped: boolean): string {
-    return escaped ? (JSON.parse(this.s.slice(start, end)) as string) : this.s.slice(start + 1, end - 1);
-  }
-
-  /** Whether the key token at [start, end) decodes to `name`. */
-  private isKey(start: number, end: number, escaped: boolean, name: string): boolean {
-    if (escaped) return this.key(start, end, true) === name;
-    return end - start - 2 === name.length && this.s.startsWith(name, start + 1);
-  }
-
-  /** Orders two key tokens by the UTF-16 code units of their decoded values. */
-  private compareTokens(a: number, aEnd: number, b: number, bEnd: number, escaped: boolean): number {
-    if (escaped) return compareKeys(this.key(a, aEnd, true), this.key(b, bEnd, true));
-    return compareKeyUnits(this.u, a + 1, aEnd - a - 2, b + 1, bEnd - b - 2);
-  }
-
-  /** Orders the key tokens of two member records of the tape. */
+  /**
+   * Orders the key tokens of two member records of the tape: by the prefixes of their first two
+   * code units, which decide most comparisons, then unit by unit.
+   */
   private compareMembers(a: number, b: number): number {
     const t = this.tape;
+    const d = (t[a + 3] as number) - (t[b + 3] as number);
+    if (d !== 0) return d;
     const aEnd = t[a + 1] as number;
     const bEnd = t[b + 1] as number;
     const escaped = (((t[a + 2] as number) | (t[b + 2] as number)) & KEY_ESCAPED) !== 0;
-    return this.compareTokens(t[a] as number, aEnd, t[b] as number, bEnd, escaped);
+    return compareKeyTokens(this.s, this.u, t[a] as number, aEnd, t[b] as number, bEnd, escaped);
   }
 
   /**
@@ -132,7 +119,7 @@ export class Scanner {
     let i = this.i;
     const c = u[i] as number;
     if (c === QUOTE) {
-      this.i = stringEnd(u, i) & END;
+      this.i = this.stringEnd(i) & END;
       return true;
     }
     if (c !== OPEN_BRACE && c !== OPEN_BRACKET) {
@@ -156,17 +143,17 @@ export class Scanner {
       if (object) {
         const keyStart = i;
         if (u[keyStart] !== QUOTE) return false; // whitespace
-        const end = stringEnd(u, i);
+        const end = this.stringEnd(i);
         const escaped = end < 0;
         const keyEnd = end & END;
-        if (omitChecksum && this.isKey(keyStart, keyEnd, escaped, OMITTED_DATA_KEY)) return false;
+        if (omitChecksum && isKey(this.s, keyStart, keyEnd, escaped, OMITTED_DATA_KEY)) return false;
         if (prevStart !== -1) {
           // The first characters decide most comparisons.
           const d = escaped || prevEscaped ? 0 : firstDifference(u, prevStart, keyStart);
           if (d > 0) return false;
           if (
             d === 0 &&
-            this.compareTokens(prevStart, prevEnd, keyStart, keyEnd, escaped || prevEscaped) >= 0
+            compareKeyTokens(this.s, u, prevStart, prevEnd, keyStart, keyEnd, escaped || prevEscaped) >= 0
           ) {
             return false;
           }
@@ -178,7 +165,7 @@ export class Scanner {
         i = keyEnd + 1;
       }
       const v = u[i] as number;
-      if (v === QUOTE) i = stringEnd(u, i) & END;
+      if (v === QUOTE) i = this.stringEnd(i) & END;
       else if (v === OPEN_BRACE || v === OPEN_BRACKET) {
         this.i = i;
         if (!this.verbatim(depth + 1, false)) return false;
@@ -205,17 +192,20 @@ export class Scanner {
   private scan(depth: number, mode: number): number {
     const u = this.u;
     const tape = this.tape;
-    const node = this.t;
-    this.t += NODE;
+    // The tape's length is kept in a local, and handed over around the recursive call.
+    let t = this.t;
+    const node = t;
+    t += NODE;
     let i = this.i;
     const start = i;
     const c = u[i] as number;
     if (c !== OPEN_BRACE && c !== OPEN_BRACKET) {
-      i = c === QUOTE ? stringEnd(u, i) & END : scalarEnd(u, i);
+      i = c === QUOTE ? this.stringEnd(i) & END : scalarEnd(u, i);
       tape[node] = KIND_TOKEN | VERBATIM;
       tape[node + 1] = start;
       tape[node + 2] = i;
-      tape[node + 3] = this.t;
+      tape[node + 3] = t;
+      this.t = t;
       this.i = i;
       return node;
     }
@@ -227,143 +217,142 @@ export class Scanner {
     let order = 0;
     let count = 0;
     i++;
-    const base = this.sp;
-    let sorted = verbatim;
+    // Whether the keys so far are in strictly ascending (canonical) or strictly descending order.
+    let ascending = verbatim;
+    let descending = verbatim;
     let prev = -1;
+    let prevPrefix = 0;
     for (;;) {
-      if (isWs(u[i] as number)) {
+      let w = u[i] as number;
+      if (isWsInside(w)) {
         verbatim = false;
-        do i++;
-        while (isWs(u[i] as number));
+        do w = u[++i] as number;
+        while (isWsInside(w));
       }
-      if (count === 0 && u[i] === close) {
+      if (count === 0 && w === close) {
         i++;
         break;
       }
       let inner = PLAIN;
       if (object) {
-        const member = this.t;
-        this.t += MEMBER;
+        const member = t;
+        t += MEMBER;
         const keyStart = i;
-        const end = stringEnd(u, i);
+        const end = this.stringEnd(i);
         const escaped = end < 0;
         i = end & END;
         let flags = escaped ? KEY_ESCAPED : 0;
         if (mode === SIGNED_DATA) {
-          if (this.isKey(keyStart, i, escaped, OMITTED_DATA_KEY)) {
+          if (isKey(this.s, keyStart, i, escaped, OMITTED_DATA_KEY)) {
             flags |= KEY_OMITTED;
             verbatim = false;
           }
-        } else if (mode === ENVELOPE && this.isKey(keyStart, i, escaped, 'data')) {
+        } else if (mode === ENVELOPE && isKey(this.s, keyStart, i, escaped, 'data')) {
           inner = SIGNED_DATA;
         }
+        const prefix = escaped
+          ? escapedKeyPrefix(this.s, keyStart, i)
+          : keyPrefix(u, keyStart + 1, i - keyStart - 2);
         tape[member] = keyStart;
         tape[member + 1] = i;
         tape[member + 2] = flags;
-        if (prev !== -1 && sorted) {
-          // The first characters decide most comparisons.
-          const prevStart = tape[prev] as number;
-          let cmp =
-            escaped || ((tape[prev + 2] as number) & KEY_ESCAPED) !== 0
-              ? 0
-              : firstDifference(u, prevStart, keyStart);
-          if (cmp === 0) cmp = this.compareMembers(prev, member);
+        tape[member + 3] = prefix;
+        if ((ascending || descending) && prev !== -1) {
+          let cmp = prefix - prevPrefix;
+          if (cmp === 0) cmp = this.compareMembers(member, prev);
           if (cmp === 0) throw this.duplicateAt(member);
-          if (cmp > 0) {
-            sorted = false;
+          if (cmp < 0) {
+            ascending = false;
             verbatim = false;
+          } else {
+            descending = false;
           }
         }
         prev = member;
-        this.stack[this.sp++] = member;
-        while (isWs(u[i] as number)) {
-          i++;
+        prevPrefix = prefix;
+        w = u[i] as number;
+        if (isWsInside(w)) {
           verbatim = false;
+          do w = u[++i] as number;
+          while (isWsInside(w));
         }
-        i++; // ':'
-        if (isWs(u[i] as number)) {
+        w = u[++i] as number; // after the ':'
+        if (isWsInside(w)) {
           verbatim = false;
-          do i++;
-          while (isWs(u[i] as number));
+          do w = u[++i] as number;
+          while (isWsInside(w));
         }
       }
       const v = u[i] as number;
       if (v === OPEN_BRACE || v === OPEN_BRACKET) {
         this.i = i;
+        this.t = t;
         const child = this.scan(depth + 1, inner);
+        t = this.t;
         if (((tape[child] as number) & VERBATIM) === 0) verbatim = false;
         if (inner === SIGNED_DATA) this.dataNode = child;
         i = this.i;
       } else {
         // A token, read here rather than through a call.
-        const value = this.t;
-        this.t += NODE;
+        const value = t;
+        t += NODE;
         const valueStart = i;
-        i = v === QUOTE ? stringEnd(u, i) & END : scalarEnd(u, i);
+        i = v === QUOTE ? this.stringEnd(i) & END : scalarEnd(u, i);
         tape[value] = KIND_TOKEN | VERBATIM;
         tape[value + 1] = valueStart;
         tape[value + 2] = i;
-        tape[value + 3] = this.t;
+        tape[value + 3] = t;
         if (inner === SIGNED_DATA) this.dataNode = value;
       }
       count++;
-      if (isWs(u[i] as number)) {
+      w = u[i] as number;
+      if (isWsInside(w)) {
         verbatim = false;
-        do i++;
-        while (isWs(u[i] as number));
+        do w = u[++i] as number;
+        while (isWsInside(w));
       }
-      if (u[i++] === close) break;
+      i++;
+      if (w === close) break;
     }
-    if (object && !verbatim) {
-      order = this.t;
-      tape.set(this.stack.subarray(base, this.sp), order);
-      this.t += count;
-      if (!sorted) this.sortMembers(order, count);
+    if (verbatim) {
+      // A verbatim subtree is copied from the text: what the tape holds of it is not needed.
+      t = node + NODE;
+    } else if (object) {
+      // The members in text order (each found after the subtree of the one before), reversed if
+      // they were in descending order, else sorted unless they were in order already.
+      order = t;
+      t += count;
+      const back = descending && !ascending;
+      let member = node + NODE;
+      for (let k = 0; k < count; k++) {
+        tape[back ? t - 1 - k : order + k] = member;
+        member = tape[member + MEMBER + 3] as number;
+      }
+      if (!ascending && !descending) {
+        sortMembers(
+          tape,
+          order,
+          count,
+          (a, b) => this.compareMembers(a, b),
+          (m) => this.duplicateAt(m),
+        );
+      }
     }
-    this.sp = base;
-    // A verbatim subtree is copied from the text: what the tape holds of it is not needed.
-    if (verbatim) this.t = node + NODE;
     tape[node] = (object ? KIND_OBJECT : KIND_ARRAY) | (verbatim ? VERBATIM : 0);
     tape[node + 1] = start;
     tape[node + 2] = i;
-    tape[node + 3] = this.t;
+    tape[node + 3] = t;
     tape[node + 4] = order;
     tape[node + 5] = count;
+    this.t = t;
     this.i = i;
     return node;
-  }
-
-  /** Sorts `count` member indices at `order` in the tape by key; equal neighbours are duplicates. */
-  private sortMembers(order: number, count: number): void {
-    const tape = this.tape;
-    if (count <= INSERTION_SORT_MAX) {
-      for (let k = order + 1; k < order + count; k++) {
-        const member = tape[k] as number;
-        let j = k - 1;
-        for (; j >= order; j--) {
-          const cmp = this.compareMembers(tape[j] as number, member);
-          if (cmp === 0) throw this.duplicateAt(member);
-          if (cmp < 0) break;
-          tape[j + 1] = tape[j] as number;
-        }
-        tape[j + 1] = member;
-      }
-      return;
-    }
-    const list = Array.from(tape.subarray(order, order + count));
-    list.sort((a, b) => this.compareMembers(a, b));
-    for (let k = 1; k < count; k++) {
-      if (this.compareMembers(list[k - 1] as number, list[k] as number) === 0) {
-        throw this.duplicateAt(list[k] as number);
-      }
-    }
-    tape.set(list, order);
   }
 
   private duplicateAt(member: number): PayhookError {
     const t = this.tape;
     const escaped = ((t[member + 2] as number) & KEY_ESCAPED) !== 0;
-    return duplicateKey(this.key(t[member] as number, t[member + 1] as number, escaped));
+    return duplicateKey(keyOf(this.s, t[member] as number, t[member + 1] as number, escaped));
   }
 
   /** The canonical text of a node of the tape. */
@@ -373,7 +362,7 @@ export class Scanner {
     const end = tape[node + 2] as number;
     if (((tape[node] as number) & VERBATIM) !== 0) return this.s.slice(start, end);
     // The canonical text is never longer than the text it comes from.
-    const out = outFor(end - start);
+    const out = outFor(end - start + COPY_SLACK);
     return unitsToString(out, emit(this.u, tape, node, out, 0));
   }
 
@@ -389,9 +378,7 @@ export class Scanner {
     // Each node, member record and order entry stands for at least one character of text (a
     // token and its delimiter, a key and its colon): three ints per character is always enough.
     this.tape = tapeFor(3 * (this.s.length - this.i) + NODE);
-    this.stack = stackFor(Math.ceil((this.s.length - this.i) / 2) + 1);
     this.t = 0;
-    this.sp = 0;
     return this.scan(depth, mode);
   }
 }

@@ -3,6 +3,8 @@ import {
   CLOSE_BRACKET,
   COLON,
   COMMA,
+  COPY_SLACK,
+  copyUnits,
   OPEN_BRACE,
   OPEN_BRACKET,
   SHARED_MAX,
@@ -15,11 +17,11 @@ import {
  * `start`/`end` bound its text, `next` is the tape index after its subtree. A node marked VERBATIM
  * (every token; a container with no whitespace, keys in order and nothing to leave out) is copied
  * from the text as it is, and its subtree is dropped from the tape. An array's `count` items
- * follow its node; an object's members follow as [keyStart, keyEnd, keyFlags] then the value's
- * node, and `order` is where the tape lists its members' indices in canonical order.
+ * follow its node; an object's members follow as [keyStart, keyEnd, keyFlags, keyPrefix] then
+ * the value's node, and `order` is where the tape lists its members' indices in canonical order.
  */
 export const NODE = 6;
-export const MEMBER = 3;
+export const MEMBER = 4;
 export const KIND_TOKEN = 1;
 export const KIND_ARRAY = 2;
 export const KIND_OBJECT = 3;
@@ -29,7 +31,6 @@ export const KEY_ESCAPED = 1;
 export const KEY_OMITTED = 2;
 
 let sharedTape = new Int32Array(0);
-let sharedStack = new Int32Array(0);
 let sharedOut = new Uint16Array(0);
 
 /** A tape of at least `n` ints: the shared one, grown (and kept while at most SHARED_MAX). */
@@ -38,14 +39,6 @@ export function tapeFor(n: number): Int32Array {
   const tape = new Int32Array(n);
   if (n <= SHARED_MAX) sharedTape = tape;
   return tape;
-}
-
-/** A stack of at least `n` ints for the member records of the objects being read. */
-export function stackFor(n: number): Int32Array {
-  if (sharedStack.length >= n) return sharedStack;
-  const stack = new Int32Array(n);
-  if (n <= SHARED_MAX) sharedStack = stack;
-  return stack;
 }
 
 /** An output buffer of at least `n` code units. */
@@ -58,27 +51,23 @@ export function outFor(n: number): Uint16Array {
 
 /**
  * Writes the canonical text of the tape node `node` over the code units `u` into `out` from `o`;
- * returns the new length.
+ * returns the new length. `out` has {@link COPY_SLACK} units of room past the text (see
+ * `copyUnits`).
  */
 export function emit(u: Uint16Array, tape: Int32Array, node: number, out: Uint16Array, o: number): number {
   const kind = tape[node] as number;
-  if ((kind & VERBATIM) !== 0) {
-    const end = tape[node + 2] as number;
-    for (let k = tape[node + 1] as number; k < end; k++) out[o++] = u[k] as number;
-    return o;
-  }
+  if ((kind & VERBATIM) !== 0)
+    return copyUnits(u, tape[node + 1] as number, tape[node + 2] as number, out, o);
   const count = tape[node + 5] as number;
   if ((kind & KIND_MASK) === KIND_ARRAY) {
     out[o++] = OPEN_BRACKET;
     let item = node + NODE;
     for (let k = 0; k < count; k++) {
       if (k > 0) out[o++] = COMMA;
-      if (((tape[item] as number) & VERBATIM) !== 0) {
-        const end = tape[item + 2] as number;
-        for (let j = tape[item + 1] as number; j < end; j++) out[o++] = u[j] as number;
-      } else {
-        o = emit(u, tape, item, out, o);
-      }
+      o =
+        ((tape[item] as number) & VERBATIM) !== 0
+          ? copyUnits(u, tape[item + 1] as number, tape[item + 2] as number, out, o)
+          : emit(u, tape, item, out, o);
       item = tape[item + 3] as number;
     }
     out[o++] = CLOSE_BRACKET;
@@ -92,16 +81,13 @@ export function emit(u: Uint16Array, tape: Int32Array, node: number, out: Uint16
     if (((tape[member + 2] as number) & KEY_OMITTED) !== 0) continue;
     if (!first) out[o++] = COMMA;
     first = false;
-    const keyEnd = tape[member + 1] as number;
-    for (let j = tape[member] as number; j < keyEnd; j++) out[o++] = u[j] as number;
+    o = copyUnits(u, tape[member] as number, tape[member + 1] as number, out, o);
     out[o++] = COLON;
     const value = member + MEMBER;
-    if (((tape[value] as number) & VERBATIM) !== 0) {
-      const end = tape[value + 2] as number;
-      for (let j = tape[value + 1] as number; j < end; j++) out[o++] = u[j] as number;
-    } else {
-      o = emit(u, tape, value, out, o);
-    }
+    o =
+      ((tape[value] as number) & VERBATIM) !== 0
+        ? copyUnits(u, tape[value + 1] as number, tape[value + 2] as number, out, o)
+        : emit(u, tape, value, out, o);
   }
   out[o++] = CLOSE_BRACE;
   return o;
