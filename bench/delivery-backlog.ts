@@ -33,7 +33,7 @@ import { performance } from 'node:perf_hooks';
 import { createDeliveryClient, createDeliveryWorker, type Database, openDatabase } from '@payhook/sender';
 import { claimDeliveries } from '@payhook/sender/internal';
 import { sql } from 'kysely';
-import { queueDeliveries, SLOW_MS, startReceiver } from './delivery-fixtures.js';
+import { queueDeliveries, SLOW_MS, startReceiver, timedClaims } from './delivery-fixtures.js';
 import { BENCH_DATABASE_URL, ownCpu, postgresCpu, printTable, writeResults } from './lib.js';
 
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 20_000);
@@ -41,7 +41,7 @@ const MANY = 64;
 /** URLs pending but not due, in the scenario and the claim cost that measure what they cost. */
 const WAITING_URLS = 10_000;
 const ROUNDS = 3;
-/** Claims timed per claim-cost case (after 10 of warm-up). */
+/** Claims timed per claim-cost case (after 10 of warm-up, see `timedClaims`). */
 const CLAIMS = 200;
 
 type Tx = Parameters<typeof claimDeliveries>[0];
@@ -170,29 +170,12 @@ async function throughput(scenario: Scenario, origin: string, backlog: number): 
   });
 }
 
-class Rollback extends Error {}
-
 /** The p50 (ms) of CLAIMS runs of `claim`, each rolled back, and the rows the last one reported. */
 async function claimP50(
   database: Database,
   claim: (tx: Tx) => Promise<number>,
 ): Promise<{ p50: number; rows: number }> {
-  const times: number[] = [];
-  let rows = 0;
-  for (let i = 0; i < CLAIMS + 10; i++) {
-    const body = async (tx: Tx) => {
-      const t0 = performance.now();
-      rows = await claim(tx);
-      if (i >= 10) times.push(performance.now() - t0);
-      throw new Rollback();
-    };
-    await database
-      .delivery((db) => (db.isTransaction ? body(db) : db.transaction().execute(body)))
-      .catch((error: unknown) => {
-        if (!(error instanceof Rollback)) throw error;
-      });
-  }
-  times.sort((a, b) => a - b);
+  const { times, rows } = await timedClaims(database, CLAIMS, claim);
   return { p50: times[Math.floor(times.length / 2)] as number, rows };
 }
 

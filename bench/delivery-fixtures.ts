@@ -219,3 +219,36 @@ export async function bareLoop(
 }
 
 if (process.argv[2] === 'receive') await receive();
+
+class Rollback extends Error {}
+
+type ClaimTx = Parameters<Parameters<Database['delivery']>[0]>[0];
+
+/**
+ * Times `claim` `runs` times after 10 of warm-up, each inside a transaction that is rolled back, on
+ * the worker's connections with its planner settings (on PGlite, `delivery` runs its function in
+ * a transaction already). Returns the times (ms, sorted) and the rows the last run reported.
+ */
+export async function timedClaims(
+  database: Database,
+  runs: number,
+  claim: (tx: ClaimTx) => Promise<number>,
+): Promise<{ times: number[]; rows: number }> {
+  const times: number[] = [];
+  let rows = 0;
+  for (let i = 0; i < runs + 10; i++) {
+    const body = async (tx: ClaimTx) => {
+      const t0 = performance.now();
+      rows = await claim(tx);
+      if (i >= 10) times.push(performance.now() - t0);
+      throw new Rollback();
+    };
+    await database
+      .delivery((db) => (db.isTransaction ? body(db) : db.transaction().execute(body)))
+      .catch((error: unknown) => {
+        if (!(error instanceof Rollback)) throw error;
+      });
+  }
+  times.sort((a, b) => a - b);
+  return { times, rows };
+}

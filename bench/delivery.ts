@@ -8,6 +8,7 @@ import {
   queueDeliveries,
   signedHeaders,
   startReceiver,
+  timedClaims,
   workerRun,
 } from './delivery-fixtures.js';
 import { BENCH_DATABASE_URL as DATABASE_URL, onEachStorage, printTable, writeResults } from './lib.js';
@@ -35,34 +36,13 @@ async function countDeliveries(database: Database) {
 const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
 
-class Rollback extends Error {}
-
 /** The worker's claim query (worker.ts, no saturated URLs), timed inside rolled-back transactions. */
 async function claimLatency(database: Database): Promise<ClaimLatency> {
-  const times: number[] = [];
-  let claimed = 0;
-  for (let i = 0; i < CLAIMS + 10; i++) {
-    const body = async (tx: Parameters<typeof claimDeliveries>[0]) => {
-      const at = new Date();
-      const t0 = performance.now();
-      const { claims: rows } = await claimDeliveries(tx, { now: at, leaseMs: 60_000, limit: CLAIM_LIMIT });
-      const ms = performance.now() - t0;
-      if (i >= 10) {
-        times.push(ms); // the first 10 are a warm-up
-        claimed = rows.length;
-      }
-      throw new Rollback();
-    };
-    // On the worker's connections, with its planner settings (on PGlite, `delivery` runs its
-    // function in a transaction already).
-    await database
-      .delivery((db) => (db.isTransaction ? body(db) : db.transaction().execute(body)))
-      .catch((error: unknown) => {
-        if (!(error instanceof Rollback)) throw error;
-      });
-  }
-  times.sort((a, b) => a - b);
-  return { p50: quantile(times, 0.5), p99: quantile(times, 0.99), claimed };
+  const { times, rows } = await timedClaims(database, CLAIMS, async (tx) => {
+    const { claims } = await claimDeliveries(tx, { now: new Date(), leaseMs: 60_000, limit: CLAIM_LIMIT });
+    return claims.length;
+  });
+  return { p50: quantile(times, 0.5), p99: quantile(times, 0.99), claimed: rows };
 }
 
 /** Adds `count` pending rows due now, all referencing one event, with one INSERT ... SELECT. */

@@ -161,7 +161,9 @@ function randomSpelling(value: unknown, rand: () => number, duplicates = true): 
     if (rand() < 0.6) return JSON.stringify(s);
     let out = '"';
     // Code points, and the escapes JSON.stringify wrote kept whole.
-    for (const ch of JSON.stringify(s).slice(1, -1).match(/\\u[0-9a-fA-F]{4}|\\.|[\s\S]/gu) ?? []) {
+    for (const ch of JSON.stringify(s)
+      .slice(1, -1)
+      .match(/\\u[0-9a-fA-F]{4}|\\.|[\s\S]/gu) ?? []) {
       const r = rand();
       if (ch === '/' && r < 0.5) out += '\\/';
       else if (ch.length === 1 && ch !== '\\' && r < 0.2)

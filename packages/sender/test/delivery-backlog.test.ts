@@ -1,7 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -10,6 +7,7 @@ import {
   type Database,
   type DeliveryWorker,
 } from '../src/index.js';
+import { type CountingReceiver, startCountingReceiver } from './fixtures/counting-receiver.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
 // One URL's backlog: a URL at its limit with many rows due has them paced (moved to their turn)
@@ -17,41 +15,15 @@ import { openTestDatabase } from './fixtures/storage.js';
 // change: each row sent once, the limit kept, every row delivered, and the rows of other URLs
 // behind the backlog not kept waiting for it.
 
-/** A receiver that answers each path after its delay and records what it got, per path. */
-async function startReceiver(delays: Record<string, number>) {
-  const open = new Map<string, number>();
-  const most = new Map<string, number>();
-  const events = new Map<string, string[]>();
-  const server: Server = createServer((req, res) => {
-    const path = req.url ?? '/';
-    open.set(path, (open.get(path) ?? 0) + 1);
-    most.set(path, Math.max(most.get(path) ?? 0, open.get(path) ?? 0));
-    req.resume();
-    req.on('end', () =>
-      setTimeout(() => {
-        open.set(path, (open.get(path) ?? 1) - 1);
-        const got = events.get(path) ?? [];
-        got.push(String(req.headers['payhook-event-id']));
-        events.set(path, got);
-        res.end('ok');
-      }, delays[path] ?? 0),
-    );
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url: (path: string) => `${origin}${path}`, most, events, server };
-}
-
 describe.each(['postgres', 'pglite'] as const)("one URL's backlog on %s", { timeout: 60_000 }, (storage) => {
   let database: Database;
   let cleanup: () => Promise<void>;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: CountingReceiver;
   const workers: DeliveryWorker[] = [];
 
   beforeAll(async () => {
     ({ database, cleanup } = await openTestDatabase(storage, 'backlog'));
-    receiver = await startReceiver({ '/slow': 15 });
+    receiver = await startCountingReceiver({ '/slow': 15 });
   }, 60_000);
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((w) => w.stop()));

@@ -1,7 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { slotsOf, slotsSql } from '../src/delivery/membership.js';
@@ -12,6 +9,7 @@ import {
   type DeliveryWorker,
   openDatabase,
 } from '../src/index.js';
+import { type CountingReceiver, startCountingReceiver } from './fixtures/counting-receiver.js';
 import { dropSchema, TEST_DATABASE_URL } from './fixtures/storage.js';
 
 // Two delivery workers on one PostgreSQL schema, each with its own pool, as two sender instances:
@@ -21,40 +19,16 @@ import { dropSchema, TEST_DATABASE_URL } from './fixtures/storage.js';
 const PER_URL = 4;
 const SLOW_MS = 150;
 
-/** A receiver that answers `/slow` after SLOW_MS and counts the requests it holds at once, per path. */
-async function startReceiver() {
-  const open = new Map<string, number>();
-  const most = new Map<string, number>();
-  const server: Server = createServer((req, res) => {
-    const path = req.url ?? '/';
-    open.set(path, (open.get(path) ?? 0) + 1);
-    most.set(path, Math.max(most.get(path) ?? 0, open.get(path) ?? 0));
-    req.resume();
-    req.on('end', () =>
-      setTimeout(
-        () => {
-          open.set(path, (open.get(path) ?? 1) - 1);
-          res.end('ok');
-        },
-        path === '/slow' ? SLOW_MS : 0,
-      ),
-    );
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, most, server };
-}
-
 describe('the per-URL limit across two delivery workers on one PostgreSQL', { timeout: 60_000 }, () => {
   const schema = `payhook_instances_${process.pid}_${Date.now()}`;
   const databases: Database[] = [];
   const workers: DeliveryWorker[] = [];
   /** The URLs each worker sent to. */
   const sentBy = [new Set<string>(), new Set<string>()];
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: CountingReceiver;
 
   beforeAll(async () => {
-    receiver = await startReceiver();
+    receiver = await startCountingReceiver({ '/slow': SLOW_MS });
     for (const n of [0, 1]) {
       const database = await openDatabase({ url: TEST_DATABASE_URL, schema }).catch((error: Error) => {
         throw new Error(`Cannot use the test PostgreSQL at ${TEST_DATABASE_URL}: ${error.message}.`);
