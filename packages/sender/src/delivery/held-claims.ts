@@ -65,7 +65,7 @@ export class HeldClaims {
    * whose answers are fast may hold more (see {@link capacityOf}).
    */
   readonly urlCapacity: number;
-  /** Rows held at most for one URL, however fast: half the worker's capacity. */
+  /** Rows held at most for one URL, however fast: three quarters of the worker's capacity. */
   readonly urlCapacityMax: number;
   /** Claims held, by delivery id: ready, being sent, or sent and being recorded. */
   readonly inFlight = new Map<string, Held>();
