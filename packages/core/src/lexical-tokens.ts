@@ -90,7 +90,8 @@ export function longStringEnd(u: Uint16Array, s: string, backslashes: Backslashe
     if (c === BACKSLASH) return stringEnd(u, i);
   }
   const quote = s.indexOf('"', stop + 1);
-  return backslashes.noneIn(stop + 1, quote) ? quote + 1 : stringEnd(u, i);
+  // No quote at all (never in text that JSON.parse accepted): the unit-by-unit read stops at the 0.
+  return quote !== -1 && backslashes.noneIn(stop + 1, quote) ? quote + 1 : stringEnd(u, i);
 }
 
 /** The index after the number or literal token at `i`: the next delimiter (or the 0 after the text). */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/index.js';
-import { type Claim, claimDeliveries } from '../src/internal.js';
+import { type Claim, claimDeliveries, otherUrlsDue } from '../src/internal.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
 const A = 'https://a.example/webhooks';
@@ -204,6 +204,16 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
       });
     expect(rest).toBe(499);
     expect(lockable).toBe(storage === 'postgres' ? 499 : undefined);
+  });
+
+  it('tells whether a row of another URL than those named is due, as the worker asks before it paces', async () => {
+    const due = (urls: string[], at = now) => database.delivery((db) => otherUrlsDue(db, { now: at, urls }));
+    // B's rows are due behind A's backlog; none but theirs are pending.
+    expect(await due([A])).toBe(true);
+    expect(await due([A, B])).toBe(false);
+    expect(await due([B])).toBe(true);
+    // Half an hour ago, only A's rows were due.
+    expect(await due([A], new Date(now.getTime() - 30 * 60 * 1000))).toBe(false);
   });
 
   it('leaves rows not yet due', async () => {

@@ -117,6 +117,24 @@ describe.each(['postgres', 'pglite'] as const)("one URL's backlog on %s", { time
     expect(receiver.most.get('/slow')).toBeLessThanOrEqual(2);
   });
 
+  it('never moves a backlog that no other URL waits behind', async () => {
+    const slow = receiver.url('/slow');
+    await queue(slow, 400, 120_000);
+    const { rows: before } = await sql<{ id: string; next_attempt_at: Date }>`
+      select id, next_attempt_at from deliveries where url = ${slow}`.execute(database.db);
+    const due = new Map(before.map((r) => [r.id, r.next_attempt_at.getTime()]));
+    await worker(2).start();
+    // 40 attempts at 15 ms, 2 at once: several polls (50 ms) while the URL holds all it may.
+    await expect
+      .poll(async () => 400 - (await pendingOf(slow)), { timeout: 20_000, interval: 20 })
+      .toBeGreaterThanOrEqual(40);
+    const { rows: waiting } = await sql<{ id: string; next_attempt_at: Date }>`
+      select id, next_attempt_at from deliveries
+      where url = ${slow} and claim_token is null and attempts = 0`.execute(database.db);
+    expect(waiting.length).toBeGreaterThan(200);
+    expect(waiting.filter((r) => r.next_attempt_at.getTime() !== due.get(r.id))).toEqual([]);
+  });
+
   it("runDue attempts every row due now, a URL's backlog included, and moves none of them", async () => {
     const fast = receiver.url('/fast');
     const ids = await queue(fast, 300, 60_000);

@@ -47,6 +47,10 @@ export function createClaimer(options: ClaimerOptions) {
    * pacing reads nothing but backlogs.
    */
   let lookPast = true;
+  const shareOf = () => {
+    const share = options.share();
+    return share && { ...share, perUrl };
+  };
   return {
     /** Whether the next claim reads past backlogs (see `lookAgain`). */
     get lookingPast(): boolean {
@@ -68,7 +72,8 @@ export function createClaimer(options: ClaimerOptions) {
       const filter = held.claimFilter(at.getTime(), leaseMs, lookPast);
       if (!pace || !lookPast || further || filter.paced.length === 0) return filter;
       const urls = filter.paced.map((p) => p.url);
-      if (await database.delivery((db) => otherUrlsDue(db, { now: at, urls }))) return filter;
+      const share = shareOf();
+      if (await database.delivery((db) => otherUrlsDue(db, { now: at, urls, share }))) return filter;
       lookPast = false;
       return held.claimFilter(at.getTime(), leaseMs, false);
     },
@@ -83,7 +88,7 @@ export function createClaimer(options: ClaimerOptions) {
       const { skipIds, rooms } = filter;
       const paced = pace ? filter.paced : [];
       if (!pace) for (const { url } of filter.paced) if (!rooms.has(url)) rooms.set(url, 0);
-      const share = options.share();
+      const share = shareOf();
       const result = await database.delivery((db) =>
         claimDeliveries(db, {
           now: at,
@@ -93,7 +98,7 @@ export function createClaimer(options: ClaimerOptions) {
           maxPerUrl: held.urlCapacity,
           urlLimits: rooms,
           paced,
-          share: share && { ...share, perUrl },
+          share,
         }),
       );
       held.pacedUntil(paced, result.paced);

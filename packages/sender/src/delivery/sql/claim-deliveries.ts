@@ -48,8 +48,9 @@ export interface ClaimOptions {
   /** Other limits for some URLs (the room they have left, lower or higher than `maxPerUrl`). */
   urlLimits?: ReadonlyMap<string, number>;
   /**
-   * URLs that hold all they may: their due rows that the walk reads are not claimed but moved to
-   * their turn (see {@link PacedUrl}), past rows of other URLs due after them.
+   * URLs whose backlog is longer than they may hold: of their due rows that the walk reads, those
+   * past the URL's `room` are not claimed but moved to their turn (see {@link PacedUrl}), out of
+   * the way of other URLs' rows due after them.
    */
   paced?: readonly PacedUrl[];
   /**
@@ -67,6 +68,17 @@ export interface ClaimResult {
 }
 
 type Row = Claim & { paced_to: Date | null };
+
+/** What a claim returns of each row it claims (`d`, with its event `e`), in either statement. */
+const CLAIMED = sql`d.id, d.claim_token as token, d.event_id, d.url, d.attempts, d.first_attempt_at,
+  e.payload, e.business_id, e.mode, null::timestamptz as paced_to`;
+
+/** The rows a claim may take: pending, due at `now`, and where `share` gives this instance a slot. */
+function dueFilter(now: Date, share: ClaimOptions['share']) {
+  const shared = share && share.count > 1 ? share : undefined;
+  return sql`status = 'pending' and next_attempt_at <= ${now}
+    ${shared ? sql`and ${slotsSql(shared.perUrl, shared)} > 0` : sql``}`;
+}
 
 /**
  * Claims due deliveries in one statement: it reads at most `limit` due rows in due order (`FOR
@@ -91,10 +103,8 @@ export async function claimDeliveries(
 ): Promise<ClaimResult> {
   const { now, leaseMs, limit, skipIds = [], maxPerUrl, urlLimits, paced = [], share } = options;
   const leaseEnd = new Date(now.getTime() + leaseMs);
-  const shared = share && share.count > 1 ? share : undefined;
-  const filters = sql`status = 'pending' and next_attempt_at <= ${now}
-    ${skipIds.length > 0 ? sql`and id <> all(${skipIds}::uuid[])` : sql``}
-    ${shared ? sql`and ${slotsSql(shared.perUrl, shared)} > 0` : sql``}`;
+  const filters = sql`${dueFilter(now, share)}
+    ${skipIds.length > 0 ? sql`and id <> all(${skipIds}::uuid[])` : sql``}`;
   const perUrl = Math.min(maxPerUrl ?? limit, limit);
   // A limit that differs from the default (and is below the claim's own) changes what is kept.
   const limits = urlLimits
@@ -120,8 +130,7 @@ export async function claimDeliveries(
         set claim_token = gen_random_uuid(), next_attempt_at = ${leaseEnd}
         from due, events e
         where d.id = due.id and e.id = d.event_id
-        returning d.id, d.claim_token as token, d.event_id, d.url, d.attempts, d.first_attempt_at,
-          e.payload, e.business_id, e.mode, null::timestamptz as paced_to`.execute(db)
+        returning ${CLAIMED}`.execute(db)
       : // A named prepared statement on PostgreSQL: planned once per connection, not at every claim.
         await sql<Row>`${sql.raw(PREPARE)}
         with seen as (
@@ -153,8 +162,7 @@ export async function claimDeliveries(
           set claim_token = gen_random_uuid(), next_attempt_at = ${leaseEnd}
           from locked l, events e
           where d.id = l.id and l.n <= l.room and e.id = d.event_id
-          returning d.id, d.claim_token as token, d.event_id, d.url, d.attempts, d.first_attempt_at,
-            e.payload, e.business_id, e.mode, null::timestamptz as paced_to
+          returning ${CLAIMED}
         ),
         moved as (
           update deliveries d
@@ -183,9 +191,10 @@ export async function claimDeliveries(
 }
 
 /**
- * Whether a row of a URL not in `urls` is due at `now`: the walk of the due index that a claim
- * would make past the backlogs of `urls`, stopped at the first such row. The worker asks it before
- * it paces those backlogs (docs/decisions.md, "One URL's backlog"), at most once a wake-up.
+ * Whether a row of a URL not in `urls` is due at `now` (and, with `share`, one this instance may
+ * claim): the walk of the due index that a claim would make past the backlogs of `urls`, stopped at
+ * the first such row. The worker asks it before it paces those backlogs (docs/decisions.md, "One
+ * URL's backlog"), at most once a wake-up.
  *
  * @example
  * ```ts
@@ -194,11 +203,11 @@ export async function claimDeliveries(
  */
 export async function otherUrlsDue(
   db: Kysely<Schema> | Transaction<Schema>,
-  { now, urls }: { now: Date; urls: readonly string[] },
+  { now, urls, share }: { now: Date; urls: readonly string[]; share?: ClaimOptions['share'] },
 ): Promise<boolean> {
   const { rows } = await sql<{ id: string }>`${sql.raw(PREPARE)}
     select id from deliveries
-    where status = 'pending' and next_attempt_at <= ${now} and url <> all(${urls}::text[])
+    where ${dueFilter(now, share)} and url <> all(${urls}::text[])
     order by next_attempt_at
     limit 1`.execute(db);
   return rows.length > 0;
