@@ -285,7 +285,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       await release(over);
       if (pacedAll && pacingOnly < PACING_CLAIMS) {
         // Every row it read was a paced backlog's (taken within its URL's room, or moved): rows
-        // of other URLs may wait behind it. Read on in this pass, further each time, up to PACING_CLAIMS claims.
+        // of other URLs may wait behind it. Read on in this pass, further each time, up to
+        // PACING_CLAIMS claims.
         pacingOnly++;
         pacingLimit = Math.min(PACING_LIMIT, 2 * limit);
         continue;
