@@ -1,8 +1,9 @@
-import { createHash, hash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { canonicalSignedData } from './canonical-json.js';
 import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
 import { type ParsedEnvelope, parseEnvelope, type SignedPayload, type VerifyInput } from './envelope.js';
 import { isPayhookError, PayhookError } from './errors.js';
+import { hmac, hmacInto } from './hmac.js';
 
 // The envelope's reading has its own module; these names stay importable from here.
 export { type ParsedEnvelope, parseEnvelope, type SignedPayload, type VerifyInput } from './envelope.js';
@@ -53,101 +54,10 @@ export function checksumMessage(event: string, canonicalData: string): string {
   return `${event}|${canonicalData}`;
 }
 
-/** The HMAC-SHA256 pads of one key (RFC 2104): its bytes, zero-padded to a block, XOR 0x36 and 0x5c. */
-interface Pads {
-  inner: Buffer;
-  /** The outer pad, followed by room for the inner digest. */
-  outer: Buffer;
-}
-
-const BLOCK = 64;
-
-// Pads are prepared once per business id (at most 256 kept).
-const pads = new Map<string, Pads>();
-function padsOf(businessId: string): Pads {
-  let p = pads.get(businessId);
-  if (p === undefined) {
-    if (pads.size >= 256) pads.clear();
-    let key = Buffer.from(businessId, 'utf8');
-    if (key.length > BLOCK) key = createHash('sha256').update(key).digest();
-    const inner = Buffer.alloc(BLOCK, 0x36);
-    const outer = Buffer.alloc(BLOCK + 32, 0x5c);
-    for (let k = 0; k < key.length; k++) {
-      inner[k] = (key[k] as number) ^ 0x36;
-      outer[k] = (key[k] as number) ^ 0x5c;
-    }
-    p = { inner, outer };
-    pads.set(businessId, p);
-  }
-  return p;
-}
-
-/** The largest scratch buffer kept between calls (the inner pad and up to 3 bytes per code unit). */
-const SCRATCH_MAX = 256 * 1024;
-
-// The inner pad, then the message: shared by every call (hashing is synchronous).
-let scratch = Buffer.alloc(0);
-let scratchPad: Buffer | undefined;
-
-/**
- * HMAC-SHA256 of `message` (+ `tail`), as `crypto.hash` encodes it: see {@link hmac}. The inner
- * digest goes from one hash to the next as a 32-character latin1 (`binary`) string, not a Buffer:
- * each digest Buffer is a native allocation of its own, which cost more than the copy.
- *
- * A message too large for the kept scratch buffer is streamed through a `Hash` instead: a fresh
- * buffer of that size per call (fresh pages for the kernel to map and zero, external memory for
- * the GC to account) cost three times the hashing itself at 100 KB.
- */
-function hmacDigest(
-  message: string,
-  businessId: string,
-  tail: string | undefined,
-  encoding: 'buffer' | 'hex' | 'binary',
-): string | Buffer {
-  const { inner, outer } = padsOf(businessId);
-  // A UTF-16 code unit takes at most 3 bytes of UTF-8.
-  const room = BLOCK + (message.length + (tail === undefined ? 0 : tail.length)) * 3;
-  let innerDigest: string;
-  if (room > SCRATCH_MAX) {
-    const stream = createHash('sha256').update(inner).update(message, 'utf8');
-    if (tail !== undefined) stream.update(tail, 'utf8');
-    innerDigest = stream.digest('binary');
-  } else {
-    if (scratch.length < room) {
-      scratch = Buffer.allocUnsafe(Math.min(SCRATCH_MAX, Math.max(room, 4096, scratch.length * 2)));
-      scratchPad = undefined;
-    }
-    if (scratchPad !== inner) {
-      scratch.set(inner, 0);
-      scratchPad = inner;
-    }
-    let length = BLOCK + scratch.write(message, BLOCK, 'utf8');
-    if (tail !== undefined) length += scratch.write(tail, length, 'utf8');
-    innerDigest = hash('sha256', scratch.subarray(0, length), 'binary');
-  }
-  // `binary` is latin1: one character per byte, written back as that byte.
-  outer.write(innerDigest, BLOCK, 32, 'latin1');
-  return encoding === 'buffer' ? hash('sha256', outer, 'buffer') : hash('sha256', outer, encoding);
-}
-
-/**
- * HMAC-SHA256 of `message` (UTF-8), keyed by the UTF-8 bytes of the business id. Computed as RFC
- * 2104 spells it out, with two one-shot SHA-256 digests (`crypto.hash`) over prepared pads:
- * creating a Node `Hmac` (an OpenSSL context and a stream object per call) cost more than hashing
- * a 1 KB event. `tail`, if given, follows `message`: the signed string `event|data` is hashed from
- * its two parts, without joining them into one string first.
- */
-export function hmac(message: string, businessId: string, tail?: string): Buffer {
-  return hmacDigest(message, businessId, tail, 'buffer') as Buffer;
-}
-
 /** Lowercase hex HMAC-SHA256 of `message`, keyed by the UTF-8 bytes of the business id. */
 export function hmacHex(message: string, businessId: string): string {
-  return hmacDigest(message, businessId, undefined, 'hex') as string;
+  return hmac(businessId, message, undefined, 'hex');
 }
-
-// The digest being compared, written from its latin1 string (see matchingId).
-const digest = Buffer.alloc(32);
 
 /**
  * The checksum the service puts in every event: lowercase hex HMAC-SHA256 of
@@ -267,8 +177,7 @@ function matchingId(
 ): string | undefined {
   for (let i = 0; i < businessIds.length; i++) {
     const businessId = businessIds[i] as string;
-    digest.write(hmacDigest(head, businessId, tail, 'binary') as string, 0, 32, 'latin1');
-    if (timingSafeEqual(digest, expected)) return businessId;
+    if (timingSafeEqual(hmacInto(businessId, head, tail), expected)) return businessId;
   }
   return undefined;
 }

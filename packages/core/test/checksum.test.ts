@@ -1,7 +1,6 @@
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { hmac, hmacHex } from '../src/checksum.js';
 import { checksumBytes } from '../src/envelope.js';
 import { canonicalJson, computeChecksum, lexicalCanonicalJson, verifyChecksum } from '../src/index.js';
 import { bodyWith, looseJson, phpJson, signText } from './fixtures/encode.js';
@@ -305,47 +304,6 @@ describe('numbers in each mode', () => {
   });
 });
 
-describe('hmac', () => {
-  it('equals node:crypto createHmac for any key and message, one call after another', () => {
-    fc.assert(
-      fc.property(
-        fc.array(
-          fc.tuple(
-            fc.oneof(fc.string(), fc.string({ unit: 'binary', minLength: 60, maxLength: 200 }), fc.uuid()),
-            fc.oneof(fc.string({ unit: 'binary' }), fc.string({ minLength: 3000, maxLength: 90_000 })),
-          ),
-          { minLength: 1, maxLength: 5 },
-        ),
-        (calls) => {
-          for (const [key, message] of calls) {
-            const expected = createHmac('sha256', Buffer.from(key, 'utf8')).update(message, 'utf8').digest();
-            expect(hmac(message, key).equals(expected)).toBe(true);
-            // In two parts, cut anywhere but inside a surrogate pair (the receiver cuts after "|").
-            let cut = Math.floor(message.length / 2);
-            if (
-              /[\ud800-\udbff]/.test(message.charAt(cut - 1)) &&
-              /[\udc00-\udfff]/.test(message.charAt(cut))
-            )
-              cut++;
-            expect(hmac(message.slice(0, cut), key, message.slice(cut)).equals(expected)).toBe(true);
-          }
-        },
-      ),
-      { numRuns: 300 },
-    );
-  });
-});
-
-describe('hmacHex', () => {
-  it('equals createHmac in lowercase hex', () => {
-    fc.assert(
-      fc.property(fc.string(), fc.string({ unit: 'binary' }), (key, message) => {
-        expect(hmacHex(message, key)).toBe(createHmac('sha256', key).update(message, 'utf8').digest('hex'));
-      }),
-    );
-  });
-});
-
 describe('checksumBytes', () => {
   const HEX_64 = /^[0-9a-fA-F]{64}$/;
   // Hex digits of both cases, their neighbours in ASCII, and characters whose low byte is a digit.
@@ -367,15 +325,5 @@ describe('checksumBytes', () => {
       ),
       { numRuns: 2000 },
     );
-  });
-});
-
-describe('hmac of a message larger than the shared buffer', () => {
-  it('equals createHmac, and leaves the shared buffer right for the next call', () => {
-    const big = 'é'.repeat(200_000); // 400,000 bytes of UTF-8: past the 256 KiB kept buffer
-    const key = 'b2a4c6d8-0000-4000-8000-000000000001';
-    expect(hmac(big, key).equals(createHmac('sha256', key).update(big, 'utf8').digest())).toBe(true);
-    expect(hmac('small', key).equals(createHmac('sha256', key).update('small').digest())).toBe(true);
-    expect(hmac('small', 'other').equals(createHmac('sha256', 'other').update('small').digest())).toBe(true);
   });
 });

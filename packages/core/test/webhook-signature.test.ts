@@ -235,6 +235,15 @@ describe('verifyWebhookSignature', () => {
     expect(
       verifyWebhookSignature(received({ ...signed(), 'webhook-signature': early }), body, options).ok,
     ).toBe(true);
+    // Signatures are decoded into buffers kept between calls: one call's never counts in the next.
+    expect(
+      verifyWebhookSignature(received({ ...signed(), 'webhook-signature': decoy }), body, options).ok,
+    ).toBe(false);
+    // Base64 without its padding reads as the same bytes.
+    const unpadded = good.replace(/=+$/, '');
+    expect(
+      verifyWebhookSignature(received({ ...signed(), 'webhook-signature': unpadded }), body, options).ok,
+    ).toBe(true);
   });
 
   it('reads the svix- names, and joins a header given twice', () => {
