@@ -20,19 +20,6 @@ export function sortKeys(keys: string[]): string[] {
 }
 
 /**
- * {@link compareKeys} over two keys held as code units in `u` (`aLen` units at `a`, `bLen` at
- * `b`), so that unescaped key tokens are compared in place, with no string made.
- */
-export function compareKeyUnits(u: Uint16Array, a: number, aLen: number, b: number, bLen: number): number {
-  const n = Math.min(aLen, bLen);
-  for (let k = 0; k < n; k++) {
-    const d = (u[a + k] as number) - (u[b + k] as number);
-    if (d !== 0) return d;
-  }
-  return aLen - bLen;
-}
-
-/**
  * A 32-bit integer that orders keys as {@link compareKeys} does by their first two code units,
  * a missing unit counted as 0: keys whose prefixes differ compare as their prefixes do (a missing
  * unit sorts first, and 0 is never above another unit), and only keys with equal prefixes need
@@ -42,11 +29,6 @@ export function prefixOfUnits(first: number, second: number): number {
   // first * 2^16 + second spans 0 to 2^32 - 1; flipping the sign bit keeps that order in a
   // signed 32-bit integer.
   return ((first << 16) | second) ^ 0x80000000;
-}
-
-/** {@link prefixOfUnits} of a key held as `len` code units at `at` in `u`. */
-export function keyPrefix(u: Uint16Array, at: number, len: number): number {
-  return prefixOfUnits(len > 0 ? (u[at] as number) : 0, len > 1 ? (u[at + 1] as number) : 0);
 }
 
 /** The default `maxDepth` of a raw body: 64 levels of objects and arrays, the envelope counting as one. */

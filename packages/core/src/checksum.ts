@@ -1,7 +1,14 @@
 import { timingSafeEqual } from 'node:crypto';
 import { canonicalSignedData } from './canonical-json.js';
 import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
-import { type ParsedEnvelope, parseEnvelope, type SignedPayload, type VerifyInput } from './envelope.js';
+import {
+  lexicalDataOf,
+  lexicalTextOf,
+  type ParsedEnvelope,
+  parseEnvelope,
+  type SignedPayload,
+  type VerifyInput,
+} from './envelope.js';
 import { isPayhookError, PayhookError } from './errors.js';
 import { hmac, hmacInto } from './hmac.js';
 
@@ -79,11 +86,11 @@ export function candidateMessages(
   envelope: ParsedEnvelope,
   mode: Canonicalization,
 ): { canonicalization: AppliedCanonicalization; message: () => string }[] {
-  const { payload, lexicalData } = envelope;
-  const lexical = () => checksumMessage(payload.event, lexicalData as string);
+  const { payload } = envelope;
+  const lexical = () => checksumMessage(payload.event, lexicalTextOf(envelope) as string);
   const jcs = () => checksumMessage(payload.event, canonicalSignedData(payload.data));
   if (mode === 'jcs') return [{ canonicalization: 'jcs', message: jcs }];
-  if (lexicalData === undefined) {
+  if (envelope.lexicalData === undefined) {
     throw new TypeError(`canonicalization "${mode}" needs the raw body; pass rawBody, or use "jcs".`);
   }
   if (mode === 'lexical') return [{ canonicalization: 'lexical', message: lexical }];
@@ -148,8 +155,9 @@ export function verifyEnvelope(
   mode: Canonicalization,
   businessIds: readonly string[],
 ): VerifyResult {
-  const { payload, lexicalData } = envelope;
+  const { payload } = envelope;
   if (mode !== 'jcs') {
+    const lexicalData = lexicalDataOf(envelope);
     if (lexicalData === undefined) {
       throw new TypeError(`canonicalization "${mode}" needs the raw body; pass rawBody, or use "jcs".`);
     }
@@ -171,7 +179,7 @@ export function verifyEnvelope(
 /** The business id whose HMAC of `head + tail` is `expected`, compared in constant time. */
 function matchingId(
   head: string,
-  tail: string,
+  tail: string | Uint8Array,
   businessIds: readonly string[],
   expected: Buffer,
 ): string | undefined {

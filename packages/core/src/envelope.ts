@@ -1,8 +1,9 @@
-import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
+import { DEFAULT_MAX_DEPTH, MAX_NESTING } from './canonical-rules.js';
 import { PayhookError } from './errors.js';
 import { decodeUtf8, parseJson } from './lexical-canonical-json.js';
 import { Scanner } from './lexical-scanner.js';
-import { CLOSE_BRACE, END, isWs, OPEN_BRACE, QUOTE, stringEnd, unitsOf } from './lexical-tokens.js';
+import { readsBegun } from './lexical-tape.js';
+import { bytesAt, CLOSE_BRACE, END, isWs, OPEN_BRACE, QUOTE, stringEnd } from './lexical-tokens.js';
 
 /*
  * The envelope of an event, `{"event":...,"data":...,"checksum":"..."}` (DESIGN.md, "The wire
@@ -12,6 +13,10 @@ import { CLOSE_BRACE, END, isWs, OPEN_BRACE, QUOTE, stringEnd, unitsOf } from '.
 const EVENT_MEMBER = '{"event":';
 const DATA_MEMBER = ',"data":';
 const CHECKSUM_MEMBER = ',"checksum":';
+// The same, as the bytes the receiver matches.
+const EVENT_BYTES = Buffer.from(EVENT_MEMBER);
+const DATA_BYTES = Buffer.from(DATA_MEMBER);
+const CHECKSUM_BYTES = Buffer.from(CHECKSUM_MEMBER);
 
 /** A webhook body as the service sends it. */
 export interface SignedPayload<Event extends string = string, Data = unknown> {
@@ -77,8 +82,32 @@ export interface ParsedEnvelope {
   text: string | undefined;
   /** The 32 checksum bytes the payload carries. */
   expected: Buffer;
-  /** Lexical canonical text of `data` (without its `checksum` key), when there was a raw body. */
-  lexicalData: string | undefined;
+  /**
+   * Lexical canonical bytes of `data` (without its `checksum` key), when there was a raw body: a
+   * view into the lexical reader's shared buffers, good until its next read. Read it through
+   * {@link lexicalDataOf}, which reads the text again if another read came in between.
+   */
+  lexicalData: Buffer | undefined;
+  /** `readsBegun()` when `lexicalData` was read. */
+  lexicalRead: number;
+}
+
+/**
+ * The lexical canonical bytes of an envelope's `data` (a view, good until the next read): as
+ * {@link parseEnvelope} read them, or read again from the body's text if another read has begun
+ * since (parsing and verifying are one synchronous step today; this keeps them right if not).
+ */
+export function lexicalDataOf(envelope: ParsedEnvelope): Buffer | undefined {
+  if (envelope.text === undefined || envelope.lexicalRead === readsBegun()) return envelope.lexicalData;
+  // The first read enforced the caller's depth limit; this one only needs to reach as deep.
+  envelope.lexicalData = lexicalEnvelopeBytes(envelope.text, MAX_NESTING).data;
+  envelope.lexicalRead = readsBegun();
+  return envelope.lexicalData;
+}
+
+/** {@link lexicalDataOf} as text. */
+export function lexicalTextOf(envelope: ParsedEnvelope): string | undefined {
+  return lexicalDataOf(envelope)?.toString('utf8');
 }
 
 /**
@@ -121,14 +150,14 @@ export function parseEnvelope(input: VerifyInput, maxDepth: number = DEFAULT_MAX
   }
   // Whatever the mode, a raw body is read for duplicate keys and depth before any HMAC: a body
   // that two parsers would read differently is refused, not verified (DESIGN.md).
-  const lexicalData = text === undefined ? undefined : lexicalEnvelope(text, maxDepth).data;
-  return { payload: payload as SignedPayload, text, expected, lexicalData };
+  const lexicalData = text === undefined ? undefined : lexicalEnvelopeBytes(text, maxDepth).data;
+  return { payload: payload as SignedPayload, text, expected, lexicalData, lexicalRead: readsBegun() };
 }
 
 /** What a lexical read of a webhook body finds at its top level. */
-export interface LexicalEnvelope {
+export interface LexicalEnvelope<Data = string> {
   /** Canonical text of `data` without a top-level `checksum` key, or undefined if absent. */
-  data: string | undefined;
+  data: Data | undefined;
   /** Whether the body was in the sender's layout, read on the fast path. */
   senderLayout: boolean;
 }
@@ -143,7 +172,19 @@ export interface LexicalEnvelope {
  * writes) has its three members matched as text; any other is read as an arbitrary object.
  */
 export function lexicalEnvelope(text: string, maxDepth: number = DEFAULT_MAX_DEPTH): LexicalEnvelope {
-  const scanner = new Scanner(text, unitsOf(text), maxDepth);
+  const { data, senderLayout } = lexicalEnvelopeBytes(text, maxDepth);
+  return { data: data?.toString('utf8'), senderLayout };
+}
+
+/**
+ * {@link lexicalEnvelope} with `data` as its UTF-8 bytes, what the checksum's HMAC hashes: a view
+ * into the reader's shared buffers, good until its next read.
+ */
+export function lexicalEnvelopeBytes(
+  text: string,
+  maxDepth: number = DEFAULT_MAX_DEPTH,
+): LexicalEnvelope<Buffer> {
+  const scanner = new Scanner(text, maxDepth);
   const laidOut = senderLayoutData(scanner);
   if (laidOut !== undefined) return { data: laidOut, senderLayout: true };
   scanner.i = 0;
@@ -158,16 +199,16 @@ export function lexicalEnvelope(text: string, maxDepth: number = DEFAULT_MAX_DEP
  * strings, which hold neither), without the bookkeeping of arbitrary members: the three keys are
  * matched as text and are distinct.
  */
-function senderLayoutData(scanner: Scanner): string | undefined {
-  const { s: text, u: units } = scanner;
-  if (!text.startsWith(EVENT_MEMBER) || units[EVENT_MEMBER.length] !== QUOTE) return undefined;
-  let i = stringEnd(units, EVENT_MEMBER.length) & END;
-  if (!text.startsWith(DATA_MEMBER, i)) return undefined;
-  scanner.i = i + DATA_MEMBER.length;
-  if (isWs(units[scanner.i] as number)) return undefined;
-  const data = scanner.canonicalText(1, true);
+function senderLayoutData(scanner: Scanner): Buffer | undefined {
+  const { u } = scanner;
+  if (!bytesAt(u, 0, EVENT_BYTES) || u[EVENT_BYTES.length] !== QUOTE) return undefined;
+  let i = stringEnd(u, EVENT_BYTES.length) & END;
+  if (!bytesAt(u, i, DATA_BYTES)) return undefined;
+  scanner.i = i + DATA_BYTES.length;
+  if (isWs(u[scanner.i] as number)) return undefined;
+  const data = scanner.canonicalBytes(1, true);
   i = scanner.i;
-  if (!text.startsWith(CHECKSUM_MEMBER, i) || units[i + CHECKSUM_MEMBER.length] !== QUOTE) return undefined;
-  i = stringEnd(units, i + CHECKSUM_MEMBER.length) & END;
-  return units[i] === CLOSE_BRACE ? data : undefined;
+  if (!bytesAt(u, i, CHECKSUM_BYTES) || u[i + CHECKSUM_BYTES.length] !== QUOTE) return undefined;
+  i = stringEnd(u, i + CHECKSUM_BYTES.length) & END;
+  return u[i] === CLOSE_BRACE ? data : undefined;
 }

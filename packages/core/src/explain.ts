@@ -4,6 +4,7 @@ import { parseEnvelope, type VerifyInput } from './envelope.js';
 import { isPayhookError, PayhookError } from './errors.js';
 import {
   DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
+  isTimestampText,
   parseSigningSecret,
   type ReceivedSignature,
   readSignatureHeaders,
@@ -263,7 +264,7 @@ export function explainSignature(
     };
   }
   const text = typeof body === 'string' ? body : Buffer.from(body).toString('utf8');
-  const skew = /^\d{1,12}$/.test(timestamp)
+  const skew = isTimestampText(timestamp)
     ? Math.round((options.now ?? Date.now()) / 1000 - Number(timestamp))
     : undefined;
   const tolerance = options.toleranceSeconds ?? DEFAULT_SIGNATURE_TOLERANCE_SECONDS;

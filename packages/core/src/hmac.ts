@@ -94,7 +94,7 @@ function innerDigest(inner: Buffer, head: string, tail: HmacTail): string {
     scratchPad = inner;
   }
   const length = put(tail, put(head, BLOCK));
-  return hash('sha256', scratch.subarray(0, length), 'binary');
+  return hash('sha256', new Uint8Array(scratch.buffer, scratch.byteOffset, length), 'binary');
 }
 
 /** The outer pad of `key` with the inner digest of `head` + `tail` after it: what the HMAC hashes last. */

@@ -1,7 +1,6 @@
 import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
 import { PayhookError } from './errors.js';
 import { Scanner } from './lexical-scanner.js';
-import { unitsOf } from './lexical-tokens.js';
 
 export { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
 
@@ -52,7 +51,7 @@ export function parseJson(text: string): unknown {
 export function lexicalCanonicalJson(raw: string | Uint8Array, options: LexicalOptions = {}): string {
   const text = decodeUtf8(raw);
   parseJson(text);
-  const scanner = new Scanner(text, unitsOf(text), options.maxDepth ?? DEFAULT_MAX_DEPTH);
+  const scanner = new Scanner(text, options.maxDepth ?? DEFAULT_MAX_DEPTH);
   scanner.skipWs();
-  return scanner.canonicalText(0, false);
+  return scanner.canonicalBytes(0, false).toString('utf8');
 }

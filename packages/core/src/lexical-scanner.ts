@@ -1,10 +1,11 @@
-import { depthLimit, duplicateKey, keyPrefix, OMITTED_DATA_KEY, tooDeep } from './canonical-rules.js';
+import { depthLimit, duplicateKey, OMITTED_DATA_KEY, tooDeep } from './canonical-rules.js';
 import type { PayhookError } from './errors.js';
-import { compareKeyTokens, escapedKeyPrefix, isKey, keyOf } from './lexical-keys.js';
+import { compareKeyTokens, compareMembers, isKey, keyOf, keyPrefix } from './lexical-keys.js';
 import { sortMembers } from './lexical-sort.js';
 import {
+  beginRead,
   emit,
-  KEY_ESCAPED,
+  KEY_DECODED,
   KEY_OMITTED,
   KIND_ARRAY,
   KIND_OBJECT,
@@ -15,8 +16,8 @@ import {
   tapeFor,
   VERBATIM,
 } from './lexical-tape.js';
+import { TextBytes } from './lexical-text.js';
 import {
-  Backslashes,
   CLOSE_BRACE,
   CLOSE_BRACKET,
   COLON,
@@ -24,14 +25,13 @@ import {
   COPY_SLACK,
   END,
   firstDifference,
+  isAscii,
   isWs,
   isWsInside,
-  longStringEnd,
   OPEN_BRACE,
   OPEN_BRACKET,
   QUOTE,
   scalarEnd,
-  unitsToString,
 } from './lexical-tokens.js';
 
 // What a read leaves out or looks for: nothing; a `checksum` key at the top of `data`; the `data`
@@ -43,13 +43,22 @@ const ENVELOPE = 2;
 const EMPTY = new Int32Array(0);
 
 /**
- * A cursor over JSON text that `JSON.parse` has already validated, so it only has to find
- * structure: it never re-validates tokens, which keeps the verify path close to one `JSON.parse`.
- * {@link verbatim} checks, allocating nothing, that a value is canonical already; else the value
- * is read once into the tape and its canonical text written out from it.
+ * A cursor over the UTF-8 bytes of JSON text that `JSON.parse` has already validated, so it only
+ * has to find structure: it never re-validates tokens, which keeps the verify path close to one
+ * `JSON.parse`. {@link verbatim} checks, allocating nothing, that a value is canonical already;
+ * else the value is read once into the tape and its canonical bytes written out from it.
+ *
+ * The bytes it reads and writes live in buffers shared by every read: what it returns is a view,
+ * good until the next read (see `readsBegun`).
  */
 export class Scanner {
-  i: number;
+  /** A byte index into {@link u}. */
+  i = 0;
+  /** The text's UTF-8 bytes and what follows them (see `TextBytes`). */
+  readonly u: Buffer;
+  /** The text's length in bytes. */
+  readonly length: number;
+  private readonly text: TextBytes;
   // The tape and its length.
   private tape: Int32Array = EMPTY;
   private t = 0;
@@ -57,23 +66,26 @@ export class Scanner {
   private dataNode = -1;
   /** The deepest nesting accepted: the caller's `maxDepth`, capped (see `depthLimit`). */
   readonly maxDepth: number;
-  private readonly backslashes: Backslashes;
 
-  constructor(
-    readonly s: string,
-    /** The code units of `s` and a 0 after them (see `unitsOf`). */
-    readonly u: Uint16Array,
-    maxDepth: number,
-    start = 0,
-  ) {
-    this.i = start;
+  constructor(text: string, maxDepth: number) {
+    beginRead();
+    this.text = new TextBytes(text);
+    this.u = this.text.u;
+    this.length = this.text.length;
     this.maxDepth = depthLimit(maxDepth);
-    this.backslashes = new Backslashes(s);
   }
 
   /** The index after the string token at `i`, its sign bit set if the token has an escape. */
   private stringEnd(i: number): number {
-    return longStringEnd(this.u, this.s, this.backslashes, i);
+    return this.text.stringEnd(i);
+  }
+
+  /**
+   * Whether the key token at [start, end), `escaped` or not, is compared by its decoded value:
+   * it has an escape, or a byte past ASCII (in an all-ASCII text, none has).
+   */
+  private decoded(start: number, end: number, escaped: boolean): boolean {
+    return escaped || (this.text.ascii === undefined && !isAscii(this.u, start + 1, end - 1));
   }
 
   /** Skips whitespace; returns the new position. */
@@ -83,29 +95,16 @@ export class Scanner {
   }
 
   /**
-   * Orders the key tokens of two member records of the tape: by the prefixes of their first two
-   * code units, which decide most comparisons, then unit by unit.
+   * The canonical bytes of the value at `i` (no whitespace before it), leaving `i` after it: the
+   * text's own bytes when {@link verbatim} finds them canonical, else read into the tape and
+   * written out. A view into shared buffers, good until the next read.
    */
-  private compareMembers(a: number, b: number): number {
-    const t = this.tape;
-    const d = (t[a + 3] as number) - (t[b + 3] as number);
-    if (d !== 0) return d;
-    const aEnd = t[a + 1] as number;
-    const bEnd = t[b + 1] as number;
-    const escaped = (((t[a + 2] as number) | (t[b + 2] as number)) & KEY_ESCAPED) !== 0;
-    return compareKeyTokens(this.s, this.u, t[a] as number, aEnd, t[b] as number, bEnd, escaped);
-  }
-
-  /**
-   * The canonical text of the value at `i` (no whitespace before it), leaving `i` after it: the
-   * text itself when {@link verbatim} finds it canonical, else read into the tape and written out.
-   */
-  canonicalText(depth: number, signedData: boolean): string {
+  canonicalBytes(depth: number, signedData: boolean): Buffer {
     const start = this.i;
-    if (this.verbatim(depth, signedData)) return this.s.slice(start, this.i);
+    if (this.verbatim(depth, signedData)) return this.u.subarray(start, this.i);
     // verbatim may have stopped anywhere inside the value: read it again from its start.
     this.i = start;
-    return this.textOf(this.read(depth, signedData ? SIGNED_DATA : PLAIN));
+    return this.bytesOfNode(this.read(depth, signedData ? SIGNED_DATA : PLAIN));
   }
 
   /**
@@ -138,29 +137,29 @@ export class Scanner {
     // Keys are compared in place (no string is made) unless one of them has an escape.
     let prevStart = -1;
     let prevEnd = -1;
-    let prevEscaped = false;
+    let prevDecoded = false;
     for (;;) {
       if (object) {
         const keyStart = i;
         if (u[keyStart] !== QUOTE) return false; // whitespace
         const end = this.stringEnd(i);
-        const escaped = end < 0;
         const keyEnd = end & END;
-        if (omitChecksum && isKey(this.s, keyStart, keyEnd, escaped, OMITTED_DATA_KEY)) return false;
+        const decoded = this.decoded(keyStart, keyEnd, end < 0);
+        if (omitChecksum && isKey(u, keyStart, keyEnd, decoded, OMITTED_DATA_KEY)) return false;
         if (prevStart !== -1) {
           // The first characters decide most comparisons.
-          const d = escaped || prevEscaped ? 0 : firstDifference(u, prevStart, keyStart);
+          const d = decoded || prevDecoded ? 0 : firstDifference(u, prevStart, keyStart);
           if (d > 0) return false;
           if (
             d === 0 &&
-            compareKeyTokens(this.s, u, prevStart, prevEnd, keyStart, keyEnd, escaped || prevEscaped) >= 0
+            compareKeyTokens(u, prevStart, prevEnd, keyStart, keyEnd, decoded || prevDecoded) >= 0
           ) {
             return false;
           }
         }
         prevStart = keyStart;
         prevEnd = keyEnd;
-        prevEscaped = escaped;
+        prevDecoded = decoded;
         if (u[keyEnd] !== COLON) return false;
         i = keyEnd + 1;
       }
@@ -239,27 +238,25 @@ export class Scanner {
         t += MEMBER;
         const keyStart = i;
         const end = this.stringEnd(i);
-        const escaped = end < 0;
         i = end & END;
-        let flags = escaped ? KEY_ESCAPED : 0;
+        const decoded = this.decoded(keyStart, i, end < 0);
+        let flags = decoded ? KEY_DECODED : 0;
         if (mode === SIGNED_DATA) {
-          if (isKey(this.s, keyStart, i, escaped, OMITTED_DATA_KEY)) {
+          if (isKey(u, keyStart, i, decoded, OMITTED_DATA_KEY)) {
             flags |= KEY_OMITTED;
             verbatim = false;
           }
-        } else if (mode === ENVELOPE && isKey(this.s, keyStart, i, escaped, 'data')) {
+        } else if (mode === ENVELOPE && isKey(u, keyStart, i, decoded, 'data')) {
           inner = SIGNED_DATA;
         }
-        const prefix = escaped
-          ? escapedKeyPrefix(this.s, keyStart, i)
-          : keyPrefix(u, keyStart + 1, i - keyStart - 2);
+        const prefix = keyPrefix(u, keyStart, i, decoded);
         tape[member] = keyStart;
         tape[member + 1] = i;
         tape[member + 2] = flags;
         tape[member + 3] = prefix;
         if ((ascending || descending) && prev !== -1) {
           let cmp = prefix - prevPrefix;
-          if (cmp === 0) cmp = this.compareMembers(member, prev);
+          if (cmp === 0) cmp = compareMembers(u, tape, member, prev);
           if (cmp === 0) throw this.duplicateAt(member);
           if (cmp < 0) {
             ascending = false;
@@ -333,7 +330,7 @@ export class Scanner {
           tape,
           order,
           count,
-          (a, b) => this.compareMembers(a, b),
+          (a, b) => compareMembers(u, tape, a, b),
           (m) => this.duplicateAt(m),
         );
       }
@@ -351,33 +348,35 @@ export class Scanner {
 
   private duplicateAt(member: number): PayhookError {
     const t = this.tape;
-    const escaped = ((t[member + 2] as number) & KEY_ESCAPED) !== 0;
-    return duplicateKey(keyOf(this.s, t[member] as number, t[member + 1] as number, escaped));
+    return duplicateKey(keyOf(this.u, t[member] as number, t[member + 1] as number));
   }
 
-  /** The canonical text of a node of the tape. */
-  private textOf(node: number): string {
+  /** The canonical bytes of a node of the tape (a view, see {@link canonicalBytes}). */
+  private bytesOfNode(node: number): Buffer {
     const tape = this.tape;
     const start = tape[node + 1] as number;
     const end = tape[node + 2] as number;
-    if (((tape[node] as number) & VERBATIM) !== 0) return this.s.slice(start, end);
+    if (((tape[node] as number) & VERBATIM) !== 0) return this.u.subarray(start, end);
     // The canonical text is never longer than the text it comes from.
     const out = outFor(end - start + COPY_SLACK);
-    return unitsToString(out, emit(this.u, tape, node, out, 0));
+    return out.bytes.subarray(0, emit(this.text.view, tape, node, out.view, 0));
   }
 
-  /** The canonical text of the `data` member of the body at `i` (see `lexicalEnvelope`), if any. */
-  envelopeData(): string | undefined {
+  /**
+   * The canonical bytes of the `data` member of the body at `i` (see `lexicalEnvelope`), if any
+   * (a view, see {@link canonicalBytes}).
+   */
+  envelopeData(): Buffer | undefined {
     this.dataNode = -1;
     this.read(0, ENVELOPE);
-    return this.dataNode === -1 ? undefined : this.textOf(this.dataNode);
+    return this.dataNode === -1 ? undefined : this.bytesOfNode(this.dataNode);
   }
 
   /** Reads the value at `i` into a tape large enough for anything the rest of the text may hold. */
   private read(depth: number, mode: number): number {
     // Each node, member record and order entry stands for at least one character of text (a
     // token and its delimiter, a key and its colon): three ints per character is always enough.
-    this.tape = tapeFor(3 * (this.s.length - this.i) + NODE);
+    this.tape = tapeFor(3 * (this.length - this.i) + NODE);
     this.t = 0;
     return this.scan(depth, mode);
   }

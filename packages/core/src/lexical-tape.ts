@@ -4,7 +4,7 @@ import {
   COLON,
   COMMA,
   COPY_SLACK,
-  copyUnits,
+  copyBytes,
   OPEN_BRACE,
   OPEN_BRACKET,
   SHARED_MAX,
@@ -19,6 +19,8 @@ import {
  * from the text as it is, and its subtree is dropped from the tape. An array's `count` items
  * follow its node; an object's members follow as [keyStart, keyEnd, keyFlags, keyPrefix] then
  * the value's node, and `order` is where the tape lists its members' indices in canonical order.
+ * A key flagged KEY_DECODED (a backslash or a byte past ASCII in it) is compared by its decoded
+ * value; KEY_OMITTED is the `checksum` key `data` is signed without.
  */
 export const NODE = 6;
 export const MEMBER = 4;
@@ -27,11 +29,35 @@ export const KIND_ARRAY = 2;
 export const KIND_OBJECT = 3;
 export const KIND_MASK = 3;
 export const VERBATIM = 4;
-export const KEY_ESCAPED = 1;
+export const KEY_DECODED = 1;
 export const KEY_OMITTED = 2;
 
+/** How many reads have begun: a view a read returned is good while this has not moved. */
+let readCount = 0;
+
+/** Notes that a read begins: it writes over the shared buffers (`bytesOf`, {@link outFor}). */
+export function beginRead(): void {
+  readCount++;
+}
+
+/** The number of reads begun so far: a view of the shared buffers is good while this stays. */
+export function readsBegun(): number {
+  return readCount;
+}
+
 let sharedTape = new Int32Array(0);
-let sharedOut = new Uint16Array(0);
+/** Bytes to write canonical text into, and a view of them for `copyBytes`. */
+export interface Output {
+  bytes: Buffer;
+  view: DataView;
+}
+
+const outputOf = (bytes: Buffer): Output => ({
+  bytes,
+  view: new DataView(bytes.buffer, bytes.byteOffset, bytes.length),
+});
+
+let sharedOut = outputOf(Buffer.alloc(0));
 
 /** A tape of at least `n` ints: the shared one, grown (and kept while at most SHARED_MAX). */
 export function tapeFor(n: number): Int32Array {
@@ -41,54 +67,54 @@ export function tapeFor(n: number): Int32Array {
   return tape;
 }
 
-/** An output buffer of at least `n` code units. */
-export function outFor(n: number): Uint16Array {
-  if (sharedOut.length >= n) return sharedOut;
-  const out = new Uint16Array(n);
+/** An output buffer of at least `n` bytes. */
+export function outFor(n: number): Output {
+  if (sharedOut.bytes.length >= n) return sharedOut;
+  const out = outputOf(Buffer.allocUnsafe(n));
   if (n <= SHARED_MAX) sharedOut = out;
   return out;
 }
 
 /**
- * Writes the canonical text of the tape node `node` over the code units `u` into `out` from `o`;
- * returns the new length. `out` has {@link COPY_SLACK} units of room past the text (see
- * `copyUnits`).
+ * Writes the canonical text of the tape node `node` over the text seen through `u` into the bytes
+ * seen through `out`, from `o`; returns the new length. `out` has {@link COPY_SLACK} bytes of
+ * room past the text (see `copyBytes`).
  */
-export function emit(u: Uint16Array, tape: Int32Array, node: number, out: Uint16Array, o: number): number {
+export function emit(u: DataView, tape: Int32Array, node: number, out: DataView, o: number): number {
   const kind = tape[node] as number;
   if ((kind & VERBATIM) !== 0)
-    return copyUnits(u, tape[node + 1] as number, tape[node + 2] as number, out, o);
+    return copyBytes(u, tape[node + 1] as number, tape[node + 2] as number, out, o);
   const count = tape[node + 5] as number;
   if ((kind & KIND_MASK) === KIND_ARRAY) {
-    out[o++] = OPEN_BRACKET;
+    out.setUint8(o++, OPEN_BRACKET);
     let item = node + NODE;
     for (let k = 0; k < count; k++) {
-      if (k > 0) out[o++] = COMMA;
+      if (k > 0) out.setUint8(o++, COMMA);
       o =
         ((tape[item] as number) & VERBATIM) !== 0
-          ? copyUnits(u, tape[item + 1] as number, tape[item + 2] as number, out, o)
+          ? copyBytes(u, tape[item + 1] as number, tape[item + 2] as number, out, o)
           : emit(u, tape, item, out, o);
       item = tape[item + 3] as number;
     }
-    out[o++] = CLOSE_BRACKET;
+    out.setUint8(o++, CLOSE_BRACKET);
     return o;
   }
-  out[o++] = OPEN_BRACE;
+  out.setUint8(o++, OPEN_BRACE);
   const order = tape[node + 4] as number;
   let first = true;
   for (let k = 0; k < count; k++) {
     const member = tape[order + k] as number;
     if (((tape[member + 2] as number) & KEY_OMITTED) !== 0) continue;
-    if (!first) out[o++] = COMMA;
+    if (!first) out.setUint8(o++, COMMA);
     first = false;
-    o = copyUnits(u, tape[member] as number, tape[member + 1] as number, out, o);
-    out[o++] = COLON;
+    o = copyBytes(u, tape[member] as number, tape[member + 1] as number, out, o);
+    out.setUint8(o++, COLON);
     const value = member + MEMBER;
     o =
       ((tape[value] as number) & VERBATIM) !== 0
-        ? copyUnits(u, tape[value + 1] as number, tape[value + 2] as number, out, o)
+        ? copyBytes(u, tape[value + 1] as number, tape[value + 2] as number, out, o)
         : emit(u, tape, value, out, o);
   }
-  out[o++] = CLOSE_BRACE;
+  out.setUint8(o++, CLOSE_BRACE);
   return o;
 }

@@ -6,7 +6,10 @@ import { hmac, hmacInto } from '../src/hmac.js';
 
 /** What node:crypto's own Hmac gives for `key` and the message `head + tail`. */
 function reference(key: string | Uint8Array, head: string, tail: string | Uint8Array | undefined): Buffer {
-  const h = createHmac('sha256', typeof key === 'string' ? Buffer.from(key, 'utf8') : key).update(head, 'utf8');
+  const h = createHmac('sha256', typeof key === 'string' ? Buffer.from(key, 'utf8') : key).update(
+    head,
+    'utf8',
+  );
   if (typeof tail === 'string') h.update(tail, 'utf8');
   else if (tail !== undefined) h.update(tail);
   return h.digest();
@@ -27,7 +30,10 @@ describe('hmac', () => {
       fc.uuid(),
       fc.uint8Array({ minLength: 0, maxLength: 100 }),
     );
-    const message = fc.oneof(fc.string({ unit: 'binary' }), fc.string({ minLength: 3000, maxLength: 90_000 }));
+    const message = fc.oneof(
+      fc.string({ unit: 'binary' }),
+      fc.string({ minLength: 3000, maxLength: 90_000 }),
+    );
     fc.assert(
       fc.property(fc.array(fc.tuple(key, message, fc.boolean()), { minLength: 1, maxLength: 5 }), (calls) => {
         for (const [k, text, asBytes] of calls) {
@@ -74,6 +80,8 @@ describe('hmac of a message larger than the shared buffer', () => {
     expect(hmac(key, '', Buffer.from(big, 'utf8'), 'buffer').equals(expected)).toBe(true);
     expect(hmacInto(key, 'é'.repeat(100_000), 'é'.repeat(100_000)).equals(expected)).toBe(true);
     expect(hmac(key, 'small', undefined, 'buffer').equals(reference(key, 'small', undefined))).toBe(true);
-    expect(hmac('other', 'small', undefined, 'buffer').equals(reference('other', 'small', undefined))).toBe(true);
+    expect(hmac('other', 'small', undefined, 'buffer').equals(reference('other', 'small', undefined))).toBe(
+      true,
+    );
   });
 });

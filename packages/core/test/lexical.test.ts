@@ -2,6 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { lexicalEnvelope } from '../src/envelope.js';
 import { isPayhookError, lexicalCanonicalJson, verifyChecksum } from '../src/index.js';
+import { TextBytes } from '../src/lexical-text.js';
+import { END, stringEnd } from '../src/lexical-tokens.js';
 import { bodyWith, signText } from './fixtures/encode.js';
 
 describe('lexicalCanonicalJson', () => {
@@ -28,6 +30,13 @@ describe('lexicalCanonicalJson', () => {
   it('sorts by UTF-16 code units of the decoded key, escaped or not', () => {
     expect(lexicalCanonicalJson('{"\\uffff":1,"\\ud83d\\ude00":2,"\u{1F600}x":3}')).toBe(
       '{"\\ud83d\\ude00":2,"\u{1F600}x":3,"\\uffff":1}',
+    );
+    // Unescaped, read as bytes: UTF-8 puts U+E000-U+FFFF before U+10000 and up; UTF-16 after them.
+    expect(lexicalCanonicalJson('{"\ue000":1,"\u{1F600}":2,"\uffff":3,"é":4,"e":5}')).toBe(
+      '{"e":5,"é":4,"\u{1F600}":2,"\ue000":1,"\uffff":3}',
+    );
+    expect(lexicalCanonicalJson('{"e":5,"é":4,"\u{1F600}":2,"\ue000":1,"\uffff":3}')).toBe(
+      '{"e":5,"é":4,"\u{1F600}":2,"\ue000":1,"\uffff":3}',
     );
   });
 
@@ -365,5 +374,31 @@ describe('lexicalEnvelope', () => {
     expect(read).toBe(readEnvelope(` ${body}`));
     if (typeof expected === 'string') expect(read).toBe(expected);
     else expect(read).toMatch(expected);
+  });
+});
+
+describe('TextBytes.stringEnd', () => {
+  // It reads a word (4 bytes) at a time from the first aligned byte: every string token, at every
+  // offset from a word's start, its quote or backslash at every position, must end where a read
+  // byte by byte ends it.
+  it('ends every string token where a byte-by-byte read does, at any alignment', () => {
+    const bodies = ['', 'a', 'ab', 'abc', 'abcd', 'abcdefghijk', 'abcdefghijklmnopqrstuvwxyz0123456789'];
+    const specials = ['\\"', '\\\\', '\\u0022', 'é', '\u{1F600}', '\u0080'];
+    for (let pad = 0; pad < 8; pad++) {
+      for (const body of bodies) {
+        for (let at = 0; at <= body.length; at++) {
+          for (const special of ['', ...specials]) {
+            const token = `"${body.slice(0, at)}${special}${body.slice(at)}"`;
+            const text = `${' '.repeat(pad)}[${token},"x\\"y"]`;
+            JSON.parse(text);
+            const bytes = new TextBytes(text);
+            const start = Buffer.byteLength(' '.repeat(pad)) + 1;
+            const expected = stringEnd(bytes.u, start);
+            expect(bytes.stringEnd(start), text).toBe(expected);
+            expect(expected & END, text).toBe(start + Buffer.byteLength(token));
+          }
+        }
+      }
+    }
   });
 });
