@@ -3,6 +3,13 @@ import { BACKSLASH, COPY_SLACK, QUOTE, SHARED_MAX, stringEnd } from './lexical-t
 /** Words (of 4 bytes) of a string token looked at before the rest is searched natively. */
 const SHORT_WORDS = 3;
 
+/**
+ * The largest buffer kept between reads: room for a text of {@link SHARED_MAX} code units (a body
+ * at the receiver's default limit), at the 3 bytes of UTF-8 a code unit may take. A larger text
+ * gets a buffer of its own for its read.
+ */
+const SHARED_BYTES = 3 * SHARED_MAX + 1 + COPY_SLACK;
+
 // The bytes of the text being read, and the same memory as 32-bit words: shared by every read.
 let sharedBytes: Buffer = Buffer.alloc(0);
 let sharedWords = new Int32Array(0);
@@ -53,11 +60,11 @@ export class TextBytes {
     let words = sharedWords;
     let view = sharedView;
     if (u.length < room) {
-      const memory = new ArrayBuffer((Math.max(room, Math.min(SHARED_MAX, u.length * 2)) + 3) & ~3);
+      const memory = new ArrayBuffer((Math.max(room, Math.min(SHARED_BYTES, u.length * 2)) + 3) & ~3);
       u = Buffer.from(memory);
       words = new Int32Array(memory);
       view = new DataView(memory);
-      if (u.length <= SHARED_MAX) {
+      if (u.length <= SHARED_BYTES + 3) {
         sharedBytes = u;
         sharedWords = words;
         sharedView = view;

@@ -20,7 +20,7 @@ export function isWs(c: number): boolean {
 
 /**
  * Whether `c`, read between the tokens of a container, is whitespace: in JSON text that
- * `JSON.parse` accepted, no other code unit up to 0x20 (not even the 0 after the text, which a
+ * `JSON.parse` accepted, no other byte up to 0x20 (not even the 0 after the text, which a
  * container never reaches) stands outside a string.
  */
 export function isWsInside(c: number): boolean {

@@ -401,4 +401,14 @@ describe('TextBytes.stringEnd', () => {
       }
     }
   });
+
+  it('reads a text past the kept buffer in one of its own, and the next text in the kept one', () => {
+    // Over a million code units, some past ASCII: more than the kept buffer holds.
+    const big = `{"z":"${'é'.repeat(400_000)}","a":[${Array.from({ length: 150_000 }, (_, k) => k).join(',')}]}`;
+    expect(big.length).toBeGreaterThan(1 << 20);
+    const expected = JSON.stringify({ a: JSON.parse(big).a, z: JSON.parse(big).z });
+    expect(lexicalCanonicalJson(big)).toBe(expected);
+    expect(lexicalCanonicalJson('{"b":"\\"x","a":1}')).toBe('{"a":1,"b":"\\"x"}');
+    expect(lexicalCanonicalJson(big)).toBe(expected);
+  });
 });
