@@ -297,9 +297,20 @@ async function killMidStream(backend: Backend): Promise<void> {
       if (delivered < 500 || kill !== undefined) return;
       kill = (async () => {
         // Killed while handlers run: as soon as the victim has several in flight (one alone may
-        // finish between this look and the signal), or one, if several never come together.
+        // finish between this look and the signal), or one, if several never come together. In
+        // flight means still `processing` in the store, not only in the running set: a handler
+        // whose outcome is written leaves the set a round trip later, and a busy victim may be
+        // killed with several such runs still listed and none left to finish.
         const since = Date.now();
-        while ((await redis.scard(running)) < (Date.now() - since < 3000 ? 3 : 1)) {
+        const processing = async () => {
+          let n = 0;
+          for (const key of await redis.smembers(running)) {
+            const record = await store.get(key);
+            if (record?.state === 'processing' && record.owner === `${prefix}:i1`) n++;
+          }
+          return n;
+        };
+        while ((await processing()) < (Date.now() - since < 3000 ? 3 : 1)) {
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
         victim.child.kill('SIGKILL');
