@@ -54,7 +54,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     for (let i = 0; i < count; i++) {
       servers.push(
         await startRedisServer({
-          args: [
+          args: async () => [
             '--cluster-enabled',
             'yes',
             '--cluster-config-file',

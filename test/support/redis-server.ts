@@ -26,8 +26,11 @@ export interface RedisServerOptions {
   appendfsync?: 'always' | 'everysec' | 'no';
   /** Makes it a replica of this server. */
   replicaOf?: RedisProcess;
-  /** More command-line settings, such as `['--rename-command', 'CONFIG', '']`. */
-  args?: string[];
+  /**
+   * More command-line settings, such as `['--rename-command', 'CONFIG', '']`; or a function that
+   * makes them for each attempt to start (a setting that names a free port of its own).
+   */
+  args?: string[] | (() => Promise<string[]>);
 }
 
 /**
@@ -43,6 +46,20 @@ export interface RedisServerOptions {
  * ```
  */
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisProcess> {
+  // A free port can be taken by another process between the look and the server's bind (tests
+  // run side by side): a server that exits at start is tried again on another port.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnFreePort(options);
+    } catch (error) {
+      if (attempt === 5 || !(error instanceof ExitedAtStart)) throw error;
+    }
+  }
+}
+
+class ExitedAtStart extends Error {}
+
+async function startOnFreePort(options: RedisServerOptions): Promise<RedisProcess> {
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'payhook-redis-'));
   const args = [
@@ -58,7 +75,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     options.appendfsync ? 'yes' : 'no',
     ...(options.appendfsync ? ['--appendfsync', options.appendfsync] : []),
     ...(options.replicaOf ? ['--replicaof', '127.0.0.1', String(options.replicaOf.port)] : []),
-    ...(options.args ?? []),
+    ...(typeof options.args === 'function' ? await options.args() : (options.args ?? [])),
     '--logfile',
     join(dir, 'redis.log'),
   ];
@@ -107,7 +124,7 @@ async function waitForPing(port: number, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     if (child.exitCode !== null)
-      throw new Error(`redis-server on port ${port} exited at start (${child.exitCode}).`);
+      throw new ExitedAtStart(`redis-server on port ${port} exited at start (${child.exitCode}).`);
     const probe = new Redis(port, '127.0.0.1', {
       lazyConnect: true,
       maxRetriesPerRequest: 0,
