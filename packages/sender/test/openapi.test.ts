@@ -70,6 +70,9 @@ describe('the OpenAPI document', { timeout: 60_000 }, () => {
     expect(ids).not.toContain(undefined);
     expect(doc.paths['/healthz'].get.security).toEqual([]);
     expect(doc.paths['/metrics'].get).toMatchObject({ security: [], tags: ['operations'] });
+    // Creation and capture share a path prefix: each operation is named for what it does.
+    expect(doc.paths['/payment-sessions'].post.operationId).toBe('createPaymentSession');
+    expect(doc.paths['/payment-sessions/{payment_id}'].post.operationId).toBe('capturePaymentSession');
     // Bodies are required only where a request needs one: a capture works without.
     expect(doc.paths['/payment-sessions/{payment_id}'].post.requestBody.required).toBe(false);
     expect(doc.paths['/events/{id}/redeliver'].post.requestBody.required).toBe(false);

@@ -164,8 +164,8 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
     '/payment-sessions',
     {
       schema: {
-        summary: 'Capture a payment session',
-        operationId: 'capturePaymentSession',
+        summary: 'Create a payment session',
+        operationId: 'createPaymentSession',
         description: `\`amount\` is an integer in the smallest unit, from ${MINIMUM_AMOUNT} to ${MAXIMUM_AMOUNT} (2^53 - 1); anything else, 1e308 or 9007199254740993 included, is 422. A customer's \`email\` has one @ and a domain with a dot, and no whitespace or control characters.`,
         body: Type.Object({}, { additionalProperties: true }),
         response: { 201: Type.Object({ data: SessionEnvelopeSchema }) },

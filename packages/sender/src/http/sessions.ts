@@ -46,8 +46,8 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
     '/payment-sessions/:payment_id',
     {
       schema: {
-        summary: 'Create a payment session',
-        operationId: 'createPaymentSession',
+        summary: 'Capture a payment session',
+        operationId: 'capturePaymentSession',
         body: Type.Union([CaptureBody, Type.Null()]),
         response: { 200: Type.Object({ data: SessionEnvelopeSchema }) },
       },
