@@ -20,6 +20,7 @@ import { createLiveStreams, MAX_LIVE_PER_BUSINESS } from './live.js';
 import { type ApiErrorBody, apiRefusal, asUtc, type Form, noticeOf, sameOrigin, sendPage } from './pages.js';
 import { paymentPages } from './payment-routes.js';
 import { createRefreshCache } from './refresh-cache.js';
+import { rootRoutes } from './root-routes.js';
 import { csrfMatches, type DashboardSession, endSession, readSession, startSession } from './session.js';
 
 declare module 'fastify' {
@@ -54,6 +55,8 @@ const PAGE_HEADERS = {
  * (the public-address check, the sandbox's states) apply unchanged.
  */
 export const dashboardRoutes: FastifyPluginAsync<DashboardOptions> = async (app, options) => {
+  // `/` leads a browser to the dashboard; `/favicon.ico` spares it a 401.
+  await app.register(rootRoutes);
   await app.register(async (scope) => dashboard(scope, options), { prefix: '/dashboard' });
 };
 

@@ -54,7 +54,15 @@ export interface AppOptions {
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
 }
 
-const PUBLIC_PATHS = new Set(['/healthz', '/openapi.json', '/docs', '/metrics', '/dashboard']);
+const PUBLIC_PATHS = new Set([
+  '/healthz',
+  '/openapi.json',
+  '/docs',
+  '/metrics',
+  '/dashboard',
+  '/',
+  '/favicon.ico',
+]);
 // The UI's assets, the sandbox pages a payer's browser opens from capture links, and the dashboard
 // (which signs in with its own session cookie).
 const PUBLIC_PREFIXES = ['/docs/', '/sandbox/pay/', '/sandbox/qr/', '/dashboard/'];
