@@ -149,8 +149,9 @@ function phpSignedBody(): string {
 }
 
 /**
- * The adapter conformance suite: every row of DESIGN.md's status table over real HTTP, run
- * against each adapter and framework version, with and without the framework's body parser.
+ * The adapter conformance suite: every row of the receiver's status table (docs/design.md, "The
+ * receiver pipeline") over real HTTP, run against each adapter and framework version, with and
+ * without the framework's body parser.
  */
 export function describeAdapterConformance(name: string, harness: AdapterHarness): void {
   // Every harness runs the raw mounting; the parsed one unless the harness says it has none
@@ -645,7 +646,7 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
         });
       }
       if (bodyParser && !harness.parserKeepsRawBody) {
-        // Mounted after the body parser, payhook sees only the parsed value (DESIGN.md): these rows
+        // Mounted after the body parser, payhook sees only the parsed value: these rows
         // are served by the parser's rules, as documented, not by payhook's.
         it('cannot see duplicate keys: the parser keeps the last value, which is what gets verified', async () => {
           const { post } = await setup();

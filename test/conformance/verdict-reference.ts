@@ -2,8 +2,8 @@ import { createHmac } from 'node:crypto';
 import canonicalize from 'canonicalize';
 
 /**
- * An independent model of what a receiver must answer to a webhook body, written from DESIGN.md
- * ("The wire format of an event", "Canonicalization on the receiving side") and docs/decisions.md,
+ * An independent model of what a receiver must answer to a webhook body, written from docs/design.md
+ * ("The wire format", "Canonicalization on the receiving side") and docs/decisions.md,
  * sharing no code with payhook: RFC 8785 through the `canonicalize` package, HMAC through
  * node:crypto, and a small JSON reader of its own for duplicate keys, depth and the lexical form.
  */

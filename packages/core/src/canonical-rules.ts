@@ -1,7 +1,7 @@
 import { PayhookError } from './errors.js';
 
 /**
- * The key of `data` that the checksum leaves out (DESIGN.md, "The wire format of an event"):
+ * The key of `data` that the checksum leaves out (docs/service-interface.md, "The wire format"):
  * `data` is signed without a top-level `checksum` member, by both canonicalizers and the encoder.
  */
 export const OMITTED_DATA_KEY = 'checksum';

@@ -6,8 +6,8 @@ import { readsBegun } from './lexical-tape.js';
 import { bytesAt, CLOSE_BRACE, END, isWs, OPEN_BRACE, QUOTE, stringEnd } from './lexical-tokens.js';
 
 /*
- * The envelope of an event, `{"event":...,"data":...,"checksum":"..."}` (DESIGN.md, "The wire
- * format of an event"): written by `encodeEnvelope`, read by `parseEnvelope`. The receiver's fast
+ * The envelope of an event, `{"event":...,"data":...,"checksum":"..."}` (docs/service-interface.md,
+ * "The wire format"): written by `encodeEnvelope`, read by `parseEnvelope`. The receiver's fast
  * path matches the members as text exactly as the encoder writes them, so both use these pieces.
  */
 const EVENT_MEMBER = '{"event":';
@@ -149,7 +149,7 @@ export function parseEnvelope(input: VerifyInput, maxDepth: number = DEFAULT_MAX
     });
   }
   // Whatever the mode, a raw body is read for duplicate keys and depth before any HMAC: a body
-  // that two parsers would read differently is refused, not verified (DESIGN.md).
+  // that two parsers would read differently is refused, not verified.
   const lexicalData = text === undefined ? undefined : lexicalEnvelopeBytes(text, maxDepth).data;
   return { payload: payload as SignedPayload, text, expected, lexicalData, lexicalRead: readsBegun() };
 }

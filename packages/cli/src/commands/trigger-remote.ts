@@ -28,7 +28,7 @@ export interface TriggerFlags {
 /** The flags of the other mode: a signed event sent straight to a receiver. */
 const RECEIVER_FLAGS = ['to', 'business-id', 'secret', 'data'] as const;
 
-/** The currency each payment method is sold in (DESIGN.md: e-transfer CAD, the crypto methods USD). */
+/** The currency each payment method is sold in (e-transfer CAD, the crypto methods USD). */
 const CURRENCY: Record<string, string> = {
   bank_account: 'NGN',
   card: 'NGN',
@@ -37,7 +37,7 @@ const CURRENCY: Record<string, string> = {
   crypto_address: 'USD',
 };
 
-/** The sandbox's card that goes through 3-D Secure to success (DESIGN.md). */
+/** The sandbox's card that goes through 3-D Secure to success. */
 const SANDBOX_CARD = {
   card: { number: '4242424242424242', expiry_month: 12, expiry_year: 2040, cvv: '123' },
 };

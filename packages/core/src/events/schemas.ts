@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox';
 
-// The wire shapes of the service (payment-service-interface.md, "Resources and their fields"),
+// The wire shapes of the service (docs/service-interface.md, "Resources"),
 // defined once: the receiver validates events with them and the reference sender builds its route
 // schemas and OpenAPI document from them. Objects accept extra properties everywhere, because the
 // service may add fields and a receiver must not refuse an authentic event for that.
@@ -94,7 +94,7 @@ export const BankAccountPaymentMethodSchema = Type.Object(
   { ...open, title: 'BankAccountPaymentMethod' },
 );
 
-/** A stablecoin deposit address (DESIGN.md: the shape the spec does not show). */
+/** A stablecoin deposit address (a shape the original interface did not show; decided by the sender). */
 export const CryptoAddressPaymentMethodSchema = Type.Object(
   {
     id: Type.String(),

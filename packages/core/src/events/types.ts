@@ -1,7 +1,7 @@
 import type { Payment } from './schemas.js';
 
 /**
- * The events payhook knows (payment-service-interface.md, "Events"). More may come.
+ * The events payhook knows (docs/service-interface.md, "Events"). More may come.
  *
  * @example
  * ```ts

@@ -27,7 +27,7 @@ export interface ProcessEventOptions {
 }
 
 /**
- * Processes one accepted event (DESIGN.md, "Work queue and idempotency"): its handlers under the
+ * Processes one accepted event (docs/design.md, "Work queue and store contract"): its handlers under the
  * handler timeout, local retries with backoff, the outcome recorded in the store (done, or failed
  * with its error), then the dead-letter callbacks.
  */

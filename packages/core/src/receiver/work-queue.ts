@@ -69,7 +69,7 @@ interface Entry {
 }
 
 /**
- * The in-process work queue of a receiver (DESIGN.md, "Work queue and idempotency"): one state
+ * The in-process work queue of a receiver (docs/design.md, "Work queue and store contract"): one state
  * machine, documented on {@link State}, over every event this instance holds. It admits at most
  * one claim per key at a time and no more work than its bound, keeps the leases renewed, runs
  * the handlers on at most `concurrency` workers (one counter: `workers`), records outcomes,

@@ -1,5 +1,5 @@
 /**
- * The idempotency store contract (DESIGN.md, "Work queue and idempotency"). The memory store and
+ * The idempotency store contract (docs/design.md, "Work queue and store contract"). The memory store and
  * the Redis store implement it, and one conformance suite runs against both.
  *
  * An event moves through these states under its key (business id + lower-cased checksum):

@@ -24,7 +24,7 @@ export interface AttemptRecorderOptions {
 
 /**
  * The delivery worker's attempt log: each outcome becomes an attempt row and the delivery's next
- * state (delivered, failed for good, or its next attempt on the schedule of DESIGN.md), written in
+ * state (delivered, failed for good, or its next attempt on the retry schedule), written in
  * one statement for many outcomes at once (docs/decisions.md, "Attempt records are
  * group-committed"). The returned function resolves once its outcome is written.
  */

@@ -1,5 +1,5 @@
-// One webhook attempt over HTTP, as DESIGN.md ("The reference sender": delivery, webhook URLs)
-// describes it: success is 200 exactly, redirects are failures, 5 s to connect, 15 s in all, and the
+// One webhook attempt over HTTP (docs/design.md, "The reference sender": delivery worker, webhook
+// URLs): success is 200 exactly, redirects are failures, 5 s to connect, 15 s in all, and the
 // connection only ever goes to an address that was checked to be public (no SSRF, no DNS rebinding).
 import { performance } from 'node:perf_hooks';
 import { Agent } from 'undici';

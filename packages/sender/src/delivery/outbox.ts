@@ -8,8 +8,8 @@ type Executor = Transaction<Schema> | Kysely<Schema>;
 
 /**
  * The bytes every attempt of an event sends: `{"event","data","checksum"}`, with `data` in RFC 8785
- * order (so a payhook receiver verifies it on its fast path) and the checksum of DESIGN.md keyed
- * by the receiving business's id.
+ * order (so a payhook receiver verifies it on its fast path) and the checksum keyed by the
+ * receiving business's id (docs/service-interface.md, "The wire format").
  *
  * @example
  * ```ts

@@ -1,4 +1,4 @@
-// The retry schedule of DESIGN.md ("The reference sender": delivery), as pure functions: the
+// The retry schedule (docs/service-interface.md, "Delivery"), as pure functions: the
 // worker and the tests compute attempt times the same way, from an injectable random source.
 
 const SECOND = 1000;

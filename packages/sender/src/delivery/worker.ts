@@ -99,7 +99,7 @@ function positive(name: string, value: number | undefined, fallback: number): nu
  * Creates the worker that delivers the outbox: it claims due deliveries with `FOR UPDATE SKIP
  * LOCKED` under a lease (so several instances on one PostgreSQL share the work, and a killed
  * worker's claims come back when the lease ends), posts each event's signed bytes to its URL,
- * records every attempt, and schedules the retries of DESIGN.md until 48 hours after the first
+ * records every attempt, and schedules the retries (schedule.ts) until 48 hours after the first
  * attempt. New events wake it at once (NOTIFY on commit); retries are found by polling. The
  * states of a delivery and the statement of each transition: `./delivery-state.ts`.
  *
@@ -204,7 +204,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       body: claim.payload,
       headers: {
         ...signature,
-        // For the receiver's logs only: not signed, never trusted for security (DESIGN.md).
+        // For the receiver's logs only: not signed, never trusted for security.
         'payhook-event-id': claim.event_id,
         'payhook-delivery-id': claim.id,
         'payhook-attempt': String(claim.attempts + 1),

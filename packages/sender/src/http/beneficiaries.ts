@@ -8,8 +8,9 @@ import { ApiError } from '../errors.js';
 import { responseStored, storeResponse } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
-// The two request shapes of the spec (DESIGN.md: the NGN shape requires all six of its fields;
-// the USD shape requires routing_number, rail, address and bank_address). The currency picks the
+// The two request shapes of the interface (docs/service-interface.md, "Beneficiaries": the NGN
+// shape requires all six of its fields; the USD shape requires routing_number, rail, address and
+// bank_address). The currency picks the
 // shape; unknown extra fields are accepted and ignored.
 const Ngn = Type.Object(
   {

@@ -33,7 +33,7 @@ export function requestHash(method: string, url: string, body: unknown): string 
 }
 
 /**
- * `Idempotency-Key` on POST (DESIGN.md): the first response is stored for 24 hours and replayed
+ * `Idempotency-Key` on POST: the first response is stored for 24 hours and replayed
  * to a retry; the same key with a different request is 422; a retry while the first request is
  * still running is 409, unless the first has been running for longer than
  * `ABANDONED_AFTER_SECONDS`: then it died, and the retry takes the key over and runs. Server

@@ -1,6 +1,6 @@
 import { ApiError } from '../errors.js';
 
-/** The deepest nesting of objects and arrays a request body may have (DESIGN.md, "Sender input"). */
+/** The deepest nesting of objects and arrays a request body may have (docs/decisions.md, "Sender input"). */
 export const MAX_BODY_DEPTH = 64;
 
 const QUOTE = 0x22;

@@ -15,7 +15,7 @@ import { emailProblem } from './email.js';
 import { responseStored, responseUpdate } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
-/** Payment method types accepted on creation (DESIGN.md); the stablecoin sample's spelling is normalized. */
+/** Payment method types accepted on creation; the spelling `crypto address` is normalized. */
 const METHOD_TYPES = ['card', 'bank_account', 'etransfer', 'wallet', 'crypto_address'] as const;
 const CURRENCIES = ['NGN', 'USD', 'CAD'] as const;
 const STATUSES = ['pending', 'captured', 'settled', 'failed'] as const;

@@ -11,8 +11,9 @@ import { envelope, SessionEnvelopeSchema } from './payments.js';
 import { sandboxRoutes } from './sandbox.js';
 import { sandboxPages } from './sandbox-pages.js';
 
-// The sandbox card declined at capture (DESIGN.md); any other number, 4242424242424242 for one,
-// goes on to 3-D Secure, which the sandbox completion route passes.
+// The sandbox card declined at capture (docs/service-interface.md, "Capturing a session"); any
+// other number, 4242424242424242 for one, goes on to 3-D Secure, which the sandbox completion route
+// passes.
 const CARD_DECLINED = '4000000000000002';
 
 const CaptureBody = Type.Object(

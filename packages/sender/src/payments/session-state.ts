@@ -86,7 +86,7 @@ export function failSession(tx: Transaction<Schema>, row: LockedPayment, reason:
 
 /**
  * Moves a locked pending payment to `captured`: the customer paid and the funds arrived. No event:
- * DESIGN.md's events are created, succeeded (on `settled`) and failed.
+ * the service's events are created, succeeded (on `settled`) and failed.
  */
 export function receiveFunds(tx: Transaction<Schema>, row: LockedPayment): Promise<Payment> {
   return transition(tx, row, 'captured');

@@ -83,8 +83,8 @@ function dueFilter(now: Date, share: ClaimOptions['share']) {
 /**
  * Claims due deliveries in one statement: it reads at most `limit` due rows in due order (`FOR
  * UPDATE SKIP LOCKED` over the due index), and moves the due time of those it keeps to the end of
- * the lease, so a claimed row is not due again until the lease ends (DESIGN.md; docs/decisions.md,
- * "A claim moves the delivery's due time").
+ * the lease, so a claimed row is not due again until the lease ends (docs/design.md, "Delivery
+ * worker"; docs/decisions.md, "A claim moves the delivery's due time").
  *
  * With per-URL limits (`maxPerUrl` below `limit`, or `urlLimits`), the oldest rows of each URL up
  * to its limit are kept and the rest stay due, untouched. The rows of a `paced` URL past its room
