@@ -152,7 +152,7 @@ function validationDetails(
 
 /**
  * Maps every error the service can meet, Fastify's own included, to the API's error body and
- * status (DESIGN.md, "The reference sender": errors), so that no client input reaches a 500.
+ * status (docs/service-interface.md, "Errors"), so that no client input reaches a 500.
  */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
