@@ -58,6 +58,7 @@ declare global {
   function markOrderPaid(orderIdentifier: string, amount: number): Promise<void>;
   function notifyCustomer(email: string): Promise<void>;
   function recordSession(payment: Payment): Promise<void>;
+  function recordRefund(data: unknown): Promise<void>;
   function fulfilOrder(orderIdentifier: string, options: { idempotencyKey: string; signal: AbortSignal }): Promise<void>;
   function notify(email: string): Promise<void>;
   function alert(message: string): void;

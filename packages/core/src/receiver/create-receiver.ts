@@ -3,8 +3,10 @@ import { isPayhookError, PayhookError } from '../errors.js';
 import { normalizeIp, resolveClientIp } from '../ip.js';
 import type { IdempotencyStore } from '../store/types.js';
 import { isJsonContentType } from './content-type.js';
+import { warnIfUnknownName } from './event-names.js';
 import { resolveReceiverOptions } from './options.js';
 import { tooLarge } from './read-body.js';
+import { checkRequestFields } from './request-fields.js';
 import type { ErrorInfo, EventHandler, Receiver, ReceiverOptions, ReceiverResult } from './types.js';
 import { createWorkQueue, type HandlerRegistry, type Job } from './work-queue.js';
 
@@ -145,6 +147,17 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     return true;
   };
 
+  /** `on` and `onUnknown`: one list per name; `on` warns about a name payhook does not know. */
+  const register = (names: string | readonly string[], handler: EventHandler<never>, known: boolean) => {
+    for (const n of typeof names === 'string' ? [names] : names) {
+      if (typeof n !== 'string' || n.length === 0) throw new TypeError(`Invalid event name: ${String(n)}`);
+      if (known) warnIfUnknownName(logger, n);
+      const list = registry.byName.get(n) ?? [];
+      list.push(handler);
+      registry.byName.set(n, list);
+    }
+  };
+
   const receiver: Receiver = {
     instanceId,
     maxBodyBytes,
@@ -152,12 +165,11 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     logger,
 
     on(name, handler) {
-      for (const n of typeof name === 'string' ? [name] : name) {
-        if (typeof n !== 'string' || n.length === 0) throw new TypeError(`Invalid event name: ${String(n)}`);
-        const list = registry.byName.get(n) ?? [];
-        list.push(handler as EventHandler<never>);
-        registry.byName.set(n, list);
-      }
+      register(name, handler as EventHandler<never>, true);
+      return receiver;
+    },
+    onUnknown(name, handler) {
+      register(name, handler as EventHandler<never>, false);
       return receiver;
     },
     onAny(handler) {
@@ -178,6 +190,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     },
 
     async handle(request) {
+      checkRequestFields(request);
       if (closing) return shuttingDown();
       // Without trusted proxies the framework's address is checked as it is (the allow-list reads
       // every form of an address); it is normalized only for the log.

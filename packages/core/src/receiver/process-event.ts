@@ -50,9 +50,31 @@ export function createEventProcessor(options: ProcessEventOptions) {
     ) {
       return;
     }
+    const how =
+      parsed.reason === 'unknown_event'
+        ? `receiver.onUnknown('${job.payload.event}', handler) or onUnrecognized`
+        : 'onUnrecognized';
     logger.warn(
       { key: job.key, event: job.payload.event, reason: parsed.reason, issues: parsed.issues },
-      `payhook: authentic event ${job.payload.event} acknowledged but not handled (${parsed.reason}); register onUnrecognized to handle such events`,
+      `payhook: authentic event ${job.payload.event} acknowledged but not handled (${parsed.reason}); register ${how} to handle such events`,
+    );
+  }
+
+  /** Known names already warned about: one warning per name and receiver, not one per request. */
+  const warnedNoHandler = new Set<string>();
+
+  /**
+   * A known event that no handler takes (no `on(name)`, no `onAny`) is acknowledged and marked
+   * done as well, so it is logged too, once per name: a receiver may leave an event out on
+   * purpose, and its log need not repeat that for every delivery.
+   */
+  function warnNoHandler(job: Job): void {
+    const name = job.payload.event;
+    if (registry.any.length > 0 || registry.byName.has(name) || warnedNoHandler.has(name)) return;
+    warnedNoHandler.add(name);
+    logger.warn(
+      { key: job.key, event: name },
+      `payhook: authentic event ${name} acknowledged but no handler is registered for it; register receiver.on('${name}', handler) or onAny (warned once per event name)`,
     );
   }
 
@@ -101,6 +123,7 @@ export function createEventProcessor(options: ProcessEventOptions) {
       }
       const parsed = parseEvent(job.payload);
       if (parsed.kind === 'unrecognized') warnUnhandled(job, parsed);
+      else warnNoHandler(job);
       for (let n = 1; n <= retry.attempts; n++) {
         attempts = n;
         try {

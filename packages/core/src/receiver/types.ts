@@ -1,5 +1,5 @@
 import type { Canonicalization } from '../checksum.js';
-import type { EventOf, PayhookEvent, UnknownEvent } from '../events/types.js';
+import type { KnownEventMap, KnownEventName, PayhookEvent, UnknownEvent } from '../events/types.js';
 import type { IdempotencyStore } from '../store/types.js';
 import type { Logger } from './logger.js';
 import type { RetryOptions } from './retry.js';
@@ -76,9 +76,13 @@ export interface ReceiverOptions {
   instanceId?: string;
 }
 
-/** What an adapter hands to {@link Receiver.handle}. */
+/**
+ * What an adapter hands to {@link Receiver.handle}: these fields only (another one is refused with
+ * a TypeError rather than ignored).
+ */
 export interface ReceiverRequest {
   method: string;
+  /** The Content-Type header; the key is required, its value undefined when the request has none. */
   contentType: string | undefined;
   /** The socket's peer address. */
   remoteAddress: string | undefined;
@@ -151,19 +155,63 @@ export type ReplayResult =
   | { status: 'not_found' }
   | { status: 'not_failed'; state: 'processing' | 'done' };
 
+/**
+ * `Name` unless payhook knows it: a known name given to `onUnknown` is a type error, whose
+ * message (this text, as the expected type) says what to write instead.
+ */
+type NotKnown<Name extends string> = Name extends KnownEventName
+  ? `${Name} is a known event: use receiver.on('${Name}', handler)`
+  : Name;
+
 /** A webhook receiver: verifies, acknowledges, and processes each event once. */
 export interface Receiver {
-  /** Handles events of one name (or several); names payhook does not know yet are typed as unknown. */
-  on<const Name extends string>(name: Name | readonly Name[], handler: EventHandler<EventOf<Name>>): Receiver;
-  /** Handles every authentic event, known or not. */
+  /**
+   * Handles events of one known name (or several), typed by name. Only the names payhook knows
+   * compile, so a misspelling is a type error; a name passed anyway (JavaScript, a cast) is
+   * registered and warned about through the logger, with the known name it is closest to. For an
+   * event payhook does not know yet, use {@link Receiver.onUnknown}; for every event, `onAny`.
+   *
+   * @example
+   * ```ts
+   * receiver.on('payment.session.succeeded', (event) => markPaid(event.data.id, event.data.amount));
+   * receiver.on(['payment.session.created', 'payment.session.failed'], (event) => audit(event.event));
+   * ```
+   */
+  on<const Name extends KnownEventName>(
+    name: Name | readonly Name[],
+    handler: EventHandler<KnownEventMap[Name]>,
+  ): Receiver;
+  /**
+   * Handles events of a name payhook does not know yet (the service may add events; an unknown
+   * event with a valid checksum is authentic and acknowledged). The event comes as received,
+   * `data: unknown`, for you to validate; a known name is a type error here (use `on`). Such an
+   * event also reaches `onUnrecognized` (reason `unknown_event`) and `onAny`.
+   *
+   * @example
+   * ```ts
+   * receiver.onUnknown('payment.refund.created', (event) => refunds.record(event.data));
+   * ```
+   */
+  onUnknown<const Name extends string>(
+    name: NotKnown<Name> | readonly NotKnown<Name>[],
+    handler: EventHandler<UnknownEvent>,
+  ): Receiver;
+  /** Handles every authentic event, known or not: the catch-all. */
   onAny(handler: EventHandler<PayhookEvent>): Receiver;
-  /** Handles authentic events that are unknown or fail validation. */
+  /**
+   * Handles authentic events that no typed handler can take: an unknown name, or a known name whose
+   * data fails validation; with the reason and the issues.
+   */
   onUnrecognized(handler: EventHandler<UnrecognizedEvent>): Receiver;
   /** Called with every error: handler failures (each attempt), store errors, refused requests. */
   onError(handler: (error: unknown, info: ErrorInfo) => void): Receiver;
   /** Called when an event's handlers failed after every local retry; the payload is kept for `replay`. */
   onDeadLetter(handler: (letter: DeadLetter) => unknown): Receiver;
-  /** Runs the pipeline on one request. Adapters call it. */
+  /**
+   * Runs the pipeline on one request. Adapters call it. Rejects with a TypeError, as a bug, on a
+   * request object with a field {@link ReceiverRequest} does not have (the message names it and
+   * lists those accepted), without `method`, or without the `contentType` key.
+   */
   handle(request: ReceiverRequest): Promise<ReceiverResult>;
   /** Processes a dead-lettered event again. */
   replay(key: string): Promise<ReplayResult>;
