@@ -2,6 +2,7 @@ import packageJson from '../package.json' with { type: 'json' };
 import { CliError, type Command, closest, EXIT, type Io } from './command.js';
 import { check } from './commands/check.js';
 import { demo } from './commands/demo.js';
+import { endpoints } from './commands/endpoints.js';
 import { keys } from './commands/keys.js';
 import { listen } from './commands/listen.js';
 import { serve } from './commands/serve.js';
@@ -9,7 +10,7 @@ import { sign } from './commands/sign.js';
 import { trigger } from './commands/trigger.js';
 import { verify } from './commands/verify.js';
 
-const COMMANDS: Command[] = [demo, serve, trigger, listen, check, sign, verify, keys];
+const COMMANDS: Command[] = [demo, serve, endpoints, trigger, listen, check, sign, verify, keys];
 
 const HELP = `payhook: the webhook toolkit of the payment collection and payouts service
 
@@ -20,9 +21,10 @@ ${COMMANDS.map((c) => `  ${c.name.padEnd(9)} ${c.summary}`).join('\n')}
 
 Run \`payhook <command> --help\` for a command's options and examples.
 
-Exit codes: 0 success; 1 the thing checked is not right (a payload that does not verify, a
-receiver that did not answer 200, a demo event not handled exactly once); 2 bad usage;
-3 an operational failure (storage locked or unreachable, a receiver that cannot be reached).`;
+Exit codes: 0 success; 1 the thing checked is not right or was refused (a payload that does not
+verify, a receiver that did not answer 200, a demo event not handled exactly once, a sender that
+refused the request or the API key); 2 bad usage; 3 an operational failure (storage locked or
+unreachable, a sender or receiver that cannot be reached, a port in use).`;
 
 /** Runs the command line with `argv` (without node and the script); resolves to the exit code. */
 export async function main(argv: string[], io: Io): Promise<number> {

@@ -3,9 +3,11 @@ import { parseSigningSecret, type SigningKey } from '@payhook/core';
 
 /**
  * Exit codes of every command (documented in the README): 0 success; 1 the thing checked is not
- * right (a payload that does not verify, a receiver that did not answer 200, a demo event not
- * handled exactly once); 2 bad usage; 3 an operational failure (storage locked or unreachable,
- * a receiver that cannot be reached).
+ * right or was refused (a payload that does not verify, a receiver that did not answer 200, a demo
+ * event not handled exactly once, a sender that refused the request or the API key); 2 bad usage
+ * (what was typed: a flag, a value, a missing argument; caught before anything is asked of a
+ * sender); 3 an operational failure (storage locked or unreachable, a sender or receiver that
+ * cannot be reached, a port in use).
  */
 export const EXIT = { ok: 0, failed: 1, usage: 2, error: 3 } as const;
 

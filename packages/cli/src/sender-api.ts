@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 /** One request made to the sender's API, as `--json` reports it. */
 export interface ApiCall {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PATCH';
   /** The path and query, relative to the base URL (`/payment-sessions`). */
   path: string;
   /** The status of its last answer. */
@@ -31,6 +31,8 @@ export class SenderRefusedError extends Error {
     readonly code: string | undefined,
     /** The API's error message, or what was wrong with the answer. */
     readonly detail: string,
+    /** The fields the API says failed (`error.details`), for a `validation_failed`. */
+    readonly fields: readonly { field: string; message: string }[] = [],
   ) {
     super(
       `the sender refused ${call.method} ${call.path}: ${call.status}${code ? ` ${code}` : ''}: ${detail}`,
@@ -102,6 +104,11 @@ export class SenderApi {
     return this.#call<T>('POST', path, body);
   }
 
+  /** `PATCH path` with `body` as JSON: a whole new value, so a retry sets the same thing again. */
+  patch<T>(path: string, body: unknown): Promise<T> {
+    return this.#call<T>('PATCH', path, body);
+  }
+
   async #call<T>(method: ApiCall['method'], path: string, body: unknown): Promise<T> {
     const url = new URL(path.replace(/^\//, ''), this.#base);
     const timeoutMs = this.#options.timeoutMs ?? 15_000;
@@ -138,7 +145,8 @@ export class SenderApi {
       try {
         json = JSON.parse(text);
       } catch {}
-      const error = (json as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+      const error = (json as { error?: { code?: unknown; message?: unknown; details?: unknown } } | undefined)
+        ?.error;
       const retry =
         RETRY_STATUS.has(response.status) ||
         (response.status === 409 && error?.code === 'idempotency_in_progress');
@@ -158,7 +166,12 @@ export class SenderApi {
       }
       if (!response.ok) {
         if (typeof error?.code === 'string') {
-          throw new SenderRefusedError(call, error.code, String(error.message ?? ''));
+          throw new SenderRefusedError(
+            call,
+            error.code,
+            String(error.message ?? ''),
+            fieldsOf(error.details),
+          );
         }
         throw new SenderRefusedError(call, undefined, notTheApi(this.#options.baseUrl));
       }
@@ -177,6 +190,16 @@ export class SenderApi {
     const ms = (this.#options.retryDelayMs ?? 500) * 2 ** (attempt - 1);
     return new Promise((resolve) => setTimeout(resolve, ms));
   }
+}
+
+/** The API's `details` (the fields that failed), kept only in the shape it documents. */
+function fieldsOf(details: unknown): { field: string; message: string }[] {
+  if (!Array.isArray(details)) return [];
+  return details.flatMap((d: { field?: unknown; message?: unknown }) =>
+    typeof d?.field === 'string' && typeof d.message === 'string'
+      ? [{ field: d.field, message: d.message }]
+      : [],
+  );
 }
 
 /** What to say of an answer that is not the API's. */

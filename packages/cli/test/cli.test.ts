@@ -12,7 +12,7 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
   it('lists its commands and exit codes with --help, and each command has help with examples', async () => {
     const top = await payhookCli(['--help']);
     expect(top.code).toBe(0);
-    for (const name of ['demo', 'serve', 'trigger', 'sign', 'verify', 'keys']) {
+    for (const name of ['demo', 'serve', 'endpoints', 'trigger', 'listen', 'sign', 'verify', 'keys']) {
       expect(top.stdout).toContain(`  ${name} `);
       const help = await payhookCli([name, '--help']);
       expect(help.code).toBe(0);
@@ -28,6 +28,12 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
     expect(unknown.stderr).toContain('unknown command "fly"');
     expect(unknown.stderr).not.toContain('Did you mean');
     expect((await payhookCli(['serv'])).stderr).toContain('unknown command "serv". Did you mean serve?');
+    const endpoints = await payhookCli(['endpoints', 'ad', 'http://localhost:3000/webhooks']);
+    expect(endpoints.code).toBe(2);
+    expect(endpoints.stderr).toContain('Unknown action "ad": use add, list or remove.');
+    const noUrl = await payhookCli(['endpoints', 'add', 'ftp://host/x', '--api-key', 'sk_test_x']);
+    expect(noUrl.code).toBe(2);
+    expect(noUrl.stderr).toContain('<url> must be an http(s) URL, not "ftp://host/x".');
     const action = await payhookCli(['keys', 'revok', 'sk_test_AbCd']);
     expect(action.code).toBe(2);
     expect(action.stderr).toContain('not "revok". Did you mean revoke?');
@@ -166,7 +172,17 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
       input: '{"event":"x","event":"y"}',
     });
     expect(malformed.code).toBe(1);
-    expect(malformed.stdout).toContain('malformed_payload');
+    // A payload that cannot be read: its error once, with no explanation repeating it.
+    expect(malformed.stdout).toMatch(/^invalid: malformed_payload: [^\n]+\n$/);
+  });
+
+  it('says once, and plainly, that standard input was empty', async () => {
+    const empty = await payhookCli(['verify', '--business-id', BIZ], { input: '' });
+    expect(empty.code).toBe(1);
+    expect(empty.stdout).toBe(
+      'invalid: malformed_payload: nothing was read from standard input (pipe the body in: payhook verify --business-id <id> < body.json)\n',
+    );
+    expect(empty.stderr).toBe('');
   });
 
   describe('trigger', () => {

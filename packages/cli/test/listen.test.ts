@@ -158,18 +158,18 @@ describe('payhook listen', { timeout: 300_000 }, () => {
 
   it('is the local loop with payhook trigger --base-url: the events it makes on the sender arrive through the listener', async () => {
     const { url: forwardTo, handled, close } = await startTriggerReceiver({ businessIds: [BIZ] });
+    // Typed without its scheme, as people do: taken as http://, and said so.
+    const typed = forwardTo.replace(/^http:\/\//, '');
     const listener = started(
-      spawn(
-        process.execPath,
-        [bin, 'listen', '--api-key', key, '--base-url', base, '--forward-to', forwardTo],
-        {
-          env: { ...process.env, ...ENV },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      ),
+      spawn(process.execPath, [bin, 'listen', '--api-key', key, '--base-url', base, '--forward-to', typed], {
+        env: { ...process.env, ...ENV },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
     );
     try {
       await expect.poll(() => listener.out, { timeout: 30_000 }).toContain('Ready!');
+      expect(listener.out).toContain(`Forwarding to ${forwardTo} (--forward-to ${typed})\n`);
+      expect(listener.out).toContain(`to ${forwardTo}\n`);
       const made = await payhookCli(
         ['trigger', 'payment.session.succeeded', '--base-url', base, '--api-key', key],
         {
@@ -277,11 +277,11 @@ describe('payhook listen', { timeout: 300_000 }, () => {
     }
   });
 
-  it('exits 2 for a key the sender refuses, 3 for a sender it cannot reach, 2 for a live key without --live', async () => {
+  it('exits 1 for a key the sender refuses (as trigger and endpoints do), 3 for a sender it cannot reach, 2 for a live key without --live', async () => {
     const refused = await payhookCli(['listen', '--api-key', 'sk_test_not_a_key', '--base-url', base], {
       env: ENV,
     });
-    expect(refused.code).toBe(2);
+    expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('the sender refused the API key (401 unauthorized)');
     const unreachable = await payhookCli(['listen', '--api-key', key, '--base-url', 'http://127.0.0.1:9'], {
       env: ENV,
@@ -294,5 +294,20 @@ describe('payhook listen', { timeout: 300_000 }, () => {
     const missing = await payhookCli(['listen'], { env: ENV });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('--api-key (or PAYHOOK_API_KEY) is required');
+    // A bare port, with or without a path, is on localhost; the URL is said before anything else.
+    for (const [typed, url] of [
+      [':4000/webhooks', 'http://localhost:4000/webhooks'],
+      ['4000', 'http://localhost:4000/'],
+    ]) {
+      const run = await payhookCli(
+        ['listen', '--api-key', 'sk_test_not_a_key', '--base-url', base, '--forward-to', typed as string],
+        { env: ENV },
+      );
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe(`Forwarding to ${url} (--forward-to ${typed})\n`);
+    }
+    const ftp = await payhookCli(['listen', '--api-key', key, '--forward-to', 'ftp://host/x'], { env: ENV });
+    expect(ftp.code).toBe(2);
+    expect(ftp.stderr).toContain('--forward-to must be an http(s) URL');
   });
 });

@@ -81,7 +81,8 @@ export async function startServe(
       { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
     ),
   );
-  for (let waited = 0; !run.out.includes('Receivers verify with'); waited += 100) {
+  // The last line of the start: the command that registers a receiver's URL.
+  for (let waited = 0; !run.out.includes('payhook endpoints add'); waited += 100) {
     if (waited > 150_000 || run.child.exitCode !== null) {
       run.child.kill('SIGKILL');
       throw new Error(`payhook serve did not start:\n${run.out}${run.err}`);

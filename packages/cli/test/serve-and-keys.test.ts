@@ -1,5 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -110,7 +111,7 @@ describe('payhook keys and payhook serve', { timeout: 300_000 }, () => {
     try {
       // First start, in a terminal: readable lines only, the key made for --business-id, Ctrl-C stops it.
       const first = inTerminal('--business-id', BIZ);
-      await expect.poll(() => first.out, { timeout: 150_000 }).toContain('Receivers verify with');
+      await expect.poll(() => first.out, { timeout: 150_000 }).toContain('payhook endpoints add');
       const text = first.out.replace(/\r\n/g, '\n');
       expect(text).toMatch(
         /^Creating the sender's database in .+ \(first start: a few seconds\)\.\.\.\nDatabase ready\.\nCreated a test-mode API key/,
@@ -122,7 +123,24 @@ describe('payhook keys and payhook serve', { timeout: 300_000 }, () => {
       expect(text).toContain(`business id: ${BIZ}`);
       expect(text).toContain(`API keys:  ${key.slice(0, 12)}… (test, business ${BIZ})`);
       expect(text).toContain(`payhook keys create --business-id ${BIZ} --mode test --data-dir ${dataDir}`);
-      expect(text).toContain(`Receivers verify with BUSINESS_ID=${BIZ}\n`);
+      // The end of the start: the receiver's settings to paste, and the command that registers its
+      // URL, with the key made now; this sender takes no localhost URL, and says so.
+      const secret = /export WEBHOOK_SECRET=(whsec_\S+)\n/.exec(text)?.[1] as string;
+      expect(text).toContain(
+        [
+          "Receivers verify with these (paste them into the receiver's shell):",
+          `  export BUSINESS_ID=${BIZ}`,
+          `  export WEBHOOK_SECRET=${secret}`,
+          '  export ALLOWED_IPS=127.0.0.1,::1',
+          "Register the receiver's URL with this sender (in another terminal):",
+          '  # refused for localhost until this sender runs with --allow-private-webhooks (local only)',
+          `  payhook endpoints add http://localhost:3000/webhooks --base-url ${base} --api-key ${key}\n`,
+        ].join('\n'),
+      );
+      const secrets = await fetch(`${base}/accounts/signing-secrets`, {
+        headers: { authorization: `Bearer ${key}` },
+      }).then((r) => r.json() as Promise<{ data: { secret: string; current: boolean }[] }>);
+      expect(secrets.data).toEqual([expect.objectContaining({ secret, current: true })]);
       expect(await customers(base, key)).toBe(200);
       // Ctrl-C: SIGINT to the terminal's foreground process group, as the terminal sends it.
       process.kill(-childOf(first.child), 'SIGINT');
@@ -146,7 +164,7 @@ describe('payhook keys and payhook serve', { timeout: 300_000 }, () => {
 
       // A later start, piped: JSON lines only, no new key, the stored one by prefix; the revoked key is refused.
       const later = piped();
-      await expect.poll(() => later.out, { timeout: 150_000 }).toContain('Receivers verify with');
+      await expect.poll(() => later.out, { timeout: 150_000 }).toContain('payhook endpoints add');
       const lines = later.out
         .trim()
         .split('\n')
@@ -158,10 +176,19 @@ describe('payhook keys and payhook serve', { timeout: 300_000 }, () => {
         expect.objectContaining({ level: 30, keyPrefix: second.slice(0, 12), mode: 'test', businessId: BIZ }),
       );
       expect(lines.some((l) => l.keyPrefix === key.slice(0, 12))).toBe(false);
+      // The same secret on every start; no full key now, so the command reads PAYHOOK_API_KEY.
+      expect(lines.at(-2)).toMatchObject({
+        level: 30,
+        msg: `Receivers verify with BUSINESS_ID=${BIZ} WEBHOOK_SECRET=${secret} ALLOWED_IPS=127.0.0.1,::1`,
+        businessId: BIZ,
+        webhookSecret: secret,
+        allowedIps: '127.0.0.1,::1',
+      });
       expect(lines.at(-1)).toMatchObject({
         level: 30,
-        msg: `Receivers verify with BUSINESS_ID=${BIZ}`,
-        businessId: BIZ,
+        command: expect.stringMatching(
+          /^payhook endpoints add http:\/\/localhost:3000\/webhooks --base-url http:\S+$/,
+        ),
       });
       const url = lines.find((l) => typeof l.url === 'string')?.url as string;
       expect(await customers(url, key)).toBe(401);
@@ -173,6 +200,27 @@ describe('payhook keys and payhook serve', { timeout: 300_000 }, () => {
       expect(bad.stderr).toContain('--log-format must be one of pretty, json');
     } finally {
       for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('on a port in use, fails in one line naming the port and --port, before making a database or a key', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'payhook-cli-busy-'));
+    const dataDir = join(dir, 'data');
+    const taken = createServer();
+    taken.listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const run = await payhookCli(['serve', '--port', String(port), '--data-dir', dataDir], { env: ENV });
+      expect(run.code).toBe(3);
+      expect(run.stderr).toBe(
+        `payhook serve: Port ${port} is in use (127.0.0.1:${port}; another payhook serve?): choose another with --port.\n`,
+      );
+      expect(run.stdout).toBe('');
+      expect(existsSync(dataDir)).toBe(false);
+    } finally {
+      taken.close();
       await rm(dir, { recursive: true, force: true });
     }
   });

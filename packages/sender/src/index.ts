@@ -39,4 +39,6 @@ export type { CheckWebhookUrlOptions, Resolver, WebhookUrlCheck } from './net/we
 export { checkWebhookUrl, systemResolver } from './net/webhook-url.js';
 export type { SenderService, StartSenderOptions } from './service.js';
 export { startSender } from './service.js';
+export type { SecretOwner, SigningSecretView } from './signing/secrets.js';
+export { listSigningSecrets } from './signing/secrets.js';
 export { expireSessions } from './sweeper.js';

@@ -1,6 +1,7 @@
 import { isKnownEventName, KNOWN_EVENTS } from '@payhook/core';
 import { CliError, type Command, closest, parse } from '../command.js';
 import { runListener } from '../listen/session.js';
+import { DEFAULT_SENDER_URL, receiverUrl } from '../urls.js';
 
 /** The sender's own time-out for a receiver's answer. */
 const DEFAULT_TIMEOUT_MS = 15_000;
@@ -24,8 +25,9 @@ listeners may run at once: each gets every event.
 
 Options:
   --api-key <key>       the business's API key (default: PAYHOOK_API_KEY)          required
-  --base-url <url>      the sender                               default: http://127.0.0.1:8080
-  --forward-to <url>    your local receiver; without it events are only printed
+  --base-url <url>      the sender                               default: ${DEFAULT_SENDER_URL}
+  --forward-to <url>    your local receiver; without it events are only printed (no scheme:
+                        http://; a bare port, 3000 or :3000/webhooks: http://localhost)
   --events <types>      only these event types, comma-separated: ${KNOWN_EVENTS.join(', ')}
   --print-json          print each event's body too
   --skip-verify         do not verify the TLS certificate of an https --forward-to URL
@@ -34,11 +36,12 @@ Options:
   --concurrency <n>     events forwarded at once                                  default: 16
   -h, --help            show this help
 
-Exit codes: 0 stopped with Ctrl-C; 2 a key the sender refuses, or bad usage; 3 the sender
-cannot be reached at the start. Refusals by your receiver do not stop the listener.
+Exit codes: 0 stopped with Ctrl-C; 1 the sender refuses the key (or the stream); 2 bad usage;
+3 the sender cannot be reached at the start. Refusals by your receiver do not stop the listener.
 
 Examples:
   payhook listen --api-key sk_test_... --forward-to http://localhost:3000/webhooks
+  payhook listen --api-key sk_test_... --forward-to localhost:3000/webhooks
   payhook listen --api-key sk_test_... --base-url https://sandbox.example --events payment.session.succeeded --print-json
   # and in another terminal:
   payhook trigger payment.session.succeeded --base-url https://sandbox.example --api-key sk_test_...`,
@@ -69,9 +72,21 @@ Examples:
       );
     }
     if (apiKey.startsWith('sk_test_') && live) throw new CliError('--live takes a live key (sk_live_...).');
-    const baseUrl = httpUrl(values['base-url'] ?? 'http://127.0.0.1:8080', '--base-url');
-    const forwardTo =
-      values['forward-to'] === undefined ? undefined : httpUrl(values['forward-to'], '--forward-to');
+    const baseUrl = httpUrl(values['base-url'] ?? DEFAULT_SENDER_URL, '--base-url');
+    let forwardTo: string | undefined;
+    if (values['forward-to'] !== undefined) {
+      const target = receiverUrl(values['forward-to']);
+      if (!target) {
+        throw new CliError(
+          `--forward-to must be an http(s) URL (such as http://localhost:3000/webhooks), not ${JSON.stringify(values['forward-to'])}.`,
+        );
+      }
+      forwardTo = target.href;
+      // What was typed was completed: the URL used is said before anything is sent to it.
+      if (target.completed)
+        io.stdout.write(`Forwarding to ${forwardTo} (--forward-to ${values['forward-to']})
+`);
+    }
     const events = values.events
       ?.split(',')
       .map((e) => e.trim())

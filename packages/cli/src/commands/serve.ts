@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Database, FedAttempt, SenderConfig } from '@payhook/sender';
 import { CliError, type Command, EXIT, oneOf, painter, parse } from '../command.js';
 import { type LogFormat, logFormat, logStream, say } from '../log-format.js';
+import { sayReceiverBlock } from '../receiver-block.js';
 import { openStorage, storageOptions } from '../storage.js';
 
 export const serve: Command = {
@@ -17,9 +19,10 @@ delivery of events to every registered webhook URL with retries for 48 hours. Da
 embedded PGlite directory, or on PostgreSQL (several instances then share the work).
 On a start with no API key it creates a test-mode key (for --business-id, or a new business id)
 and prints it: the only time it is shown. Every start prints the stored keys by prefix, the
-command that makes another full key, the business id a receiver verifies with, and the
-dashboard's address (/dashboard: sign in with an API key); then one line per delivery attempt
-(outcome, latency, event, URL). The
+command that makes another full key, the dashboard's address (/dashboard: sign in with an API
+key), and ends with the receiver's settings to paste (BUSINESS_ID, WEBHOOK_SECRET, ALLOWED_IPS)
+and the \`payhook endpoints add\` command that registers its URL; then one line per delivery
+attempt (outcome, latency, event, URL). A port in use is reported before anything is created. The
 environment variables of the sender (PORT, HOST, PAYHOOK_DATA_DIR, DATABASE_URL,
 PAYHOOK_API_KEYS, PAYHOOK_ALLOW_PRIVATE_WEBHOOKS, LOG_LEVEL, ...) apply; flags win over them.
 Stops on Ctrl-C or SIGTERM, finishing or releasing the deliveries in flight (a second
@@ -73,6 +76,9 @@ Examples:
       if (error instanceof ConfigError) throw new CliError(error.message.replace(/^PORT/, '--port (PORT)'));
       throw error;
     }
+    // Before the database and a key are made: a start that cannot listen leaves nothing behind.
+    const busy = await listenProblem(config.host, config.port);
+    if (busy) throw busy;
     const onPostgres = Boolean(
       values['database-url'] ?? (values['data-dir'] === undefined ? io.env.DATABASE_URL : undefined),
     );
@@ -86,7 +92,7 @@ Examples:
     const database = await openStorage(values, io.env);
     try {
       if (firstStart) say(format, io, 'Database ready.');
-      await ensureKey(database, config.apiKeys, businessId, format, io);
+      const madeKey = await ensureKey(database, config.apiKeys, businessId, format, io);
       const sender = await startSender({
         config,
         database,
@@ -99,7 +105,19 @@ Examples:
       });
       say(format, io, `  API docs:  ${sender.url}/docs`, { docs: `${sender.url}/docs` });
       const pglite = database.kind === 'pglite' ? { dataDir } : undefined;
-      await printKeys(database, config.apiKeys, businessId, pglite, format, io);
+      const business = await printKeys(database, config.apiKeys, businessId, pglite, format, io);
+      if (business) {
+        const { listSigningSecrets } = await import('@payhook/sender');
+        const [secret] = await listSigningSecrets(database.db, business);
+        sayReceiverBlock(format, io, {
+          businessId: business.businessId,
+          webhookSecret: secret?.secret,
+          senderUrl: sender.url,
+          apiKey: madeKey,
+          apiKeyInEnv: Boolean(io.env.PAYHOOK_API_KEY),
+          allowPrivateWebhooks: config.allowPrivateWebhooks,
+        });
+      }
       // One line per delivery attempt, as the worker records it.
       const stopLines = sender.feed.subscribe((attempts) => {
         for (const attempt of attempts) sayAttempt(format, io, attempt);
@@ -109,6 +127,7 @@ Examples:
       await sender.close();
       stopLines();
     } catch (error) {
+      // Taken between the check and the sender's own listen.
       if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
         throw new CliError(`Port ${config.port} is in use: choose another with --port.`, EXIT.error);
       }
@@ -119,6 +138,36 @@ Examples:
     return EXIT.ok;
   },
 };
+
+/**
+ * Why the sender could not listen on `host`:`port`, found by listening there a moment first
+ * (nothing for port 0, which the system picks): a one-line error naming the port and `--port`.
+ */
+function listenProblem(host: string, port: number): Promise<CliError | undefined> {
+  if (port === 0) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => {
+      const where = `${host}:${port}`;
+      if (error.code === 'EADDRINUSE') {
+        resolve(
+          new CliError(
+            `Port ${port} is in use (${where}; another payhook serve?): choose another with --port.`,
+            EXIT.error,
+          ),
+        );
+      } else if (error.code === 'EACCES') {
+        resolve(
+          new CliError(
+            `Port ${port} needs privileges to listen on: choose one from 1024 up with --port.`,
+            EXIT.error,
+          ),
+        );
+      } else resolve(new CliError(`Cannot listen on ${where}: ${error.message}.`, EXIT.error));
+    });
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(undefined)));
+  });
+}
 
 /**
  * Resolves on the first SIGINT (Ctrl-C) or SIGTERM, so that the caller shuts down gracefully. A
@@ -152,22 +201,24 @@ async function ensureKey(
   asked: string | undefined,
   format: LogFormat,
   io: Parameters<Command['run']>[1],
-): Promise<void> {
+): Promise<string | undefined> {
   let query = database.db.selectFrom('api_keys').select('id').where('mode', '=', 'test').limit(1);
   if (asked !== undefined) query = query.where('business_id', '=', asked);
   const stored = await query.execute();
   const fromConfig = configured.some((k) => asked === undefined || k.businessId === asked);
-  if (stored.length > 0 || fromConfig) return;
+  if (stored.length > 0 || fromConfig) return undefined;
   const businessId = asked ?? randomUUID();
   const { createApiKey } = await import('@payhook/sender');
   const key = await createApiKey(database.db, { businessId, mode: 'test' });
   say(format, io, 'Created a test-mode API key (shown only now: keep it).', { apiKey: key, businessId });
   if (format === 'pretty') say(format, io, `  API key:     ${key}\n  business id: ${businessId}\n`);
+  return key;
 }
 
 /**
- * The keys the sender takes, by prefix, how to get another full key (on PGlite, with the sender
- * stopped: one process at a time), and the business id a receiver verifies with.
+ * The keys the sender takes, by prefix, and how to get another full key (on PGlite, with the
+ * sender stopped: one process at a time). Resolves to the business a receiver verifies with, in
+ * the mode of its key (test when it has one).
  */
 async function printKeys(
   database: Database,
@@ -176,7 +227,7 @@ async function printKeys(
   pglite: { dataDir: string } | undefined,
   format: LogFormat,
   io: Parameters<Command['run']>[1],
-): Promise<void> {
+): Promise<{ businessId: string; mode: 'test' | 'live' } | undefined> {
   const rows = await database.db
     .selectFrom('api_keys')
     .select(['key_prefix', 'business_id', 'mode'])
@@ -212,7 +263,14 @@ async function printKeys(
       say(format, io, `  ${i === 0 ? 'API keys: ' : '          '} ${key.text}`);
     say(format, io, `             ${hint}\n             ${create}`);
   }
-  if (business) say(format, io, `  Receivers verify with BUSINESS_ID=${business}`, { businessId: business });
+  if (business === undefined) return undefined;
+  const modes = [...rows.map((r) => ({ businessId: r.business_id, mode: r.mode })), ...configured].filter(
+    (k) => k.businessId === business,
+  );
+  return {
+    businessId: business,
+    mode: modes.some((k) => k.mode === 'test') || modes.length === 0 ? 'test' : 'live',
+  };
 }
 
 /**

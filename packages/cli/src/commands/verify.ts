@@ -87,7 +87,12 @@ Examples:
         const { code, message: reason } = result.error;
         const explanation = explainChecksumMismatch({ rawBody }, { businessIds, canonicalization });
         Object.assign(report, { error: { code, message: reason }, explanation });
-        text.push(`invalid: ${code}: ${reason}`, '', formatMismatch(explanation));
+        const empty = rawBody.trim() === '';
+        text.push(
+          `invalid: ${code}: ${empty ? 'nothing was read from standard input (pipe the body in: payhook verify --business-id <id> < body.json)' : reason}`,
+        );
+        // A payload that cannot be read has nothing to compare: its explanation would only repeat the error.
+        if (explanation.candidates.length > 0) text.push('', formatMismatch(explanation));
       }
     }
     if (keys.length > 0) {

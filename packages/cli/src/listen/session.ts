@@ -51,8 +51,9 @@ const reasonOf = (error: unknown) =>
 /**
  * Runs a listener until SIGINT or SIGTERM: connects to the sender's `GET /listen`, prints each
  * event, forwards it to the local URL, reports what came back, and reconnects (resuming after the
- * last event received) when the connection drops. Resolves to the exit code: 0 when stopped, 2
- * for a key the sender refuses, 3 when the sender cannot be reached at the start.
+ * last event received) when the connection drops. Resolves to the exit code: 0 when stopped, 1
+ * when the sender refuses the key or the stream (as every command exits when a sender refuses),
+ * 3 when the sender cannot be reached at the start.
  */
 export async function runListener(options: ListenOptions, io: Io): Promise<number> {
   const paint = painter(io);
@@ -143,7 +144,7 @@ export async function runListener(options: ListenOptions, io: Io): Promise<numbe
         err(
           `payhook listen: the sender refused the API key (401 unauthorized). Check --api-key (or PAYHOOK_API_KEY): ${detail}`,
         );
-        return { exit: EXIT.usage };
+        return { exit: EXIT.failed };
       }
       // Too many listeners right after a cut: the sender may not have seen the old connection
       // close yet, so a reconnect waits and tries again.
@@ -151,7 +152,7 @@ export async function runListener(options: ListenOptions, io: Io): Promise<numbe
         err(
           `payhook listen: the sender refused to stream (${response.status} ${answer.error?.code ?? ''}): ${detail}`,
         );
-        return { exit: EXIT.usage };
+        return { exit: EXIT.failed };
       }
       if (!connected) {
         err(`payhook listen: the sender at ${options.baseUrl} answered ${response.status}: ${detail}`);

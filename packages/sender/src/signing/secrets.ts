@@ -64,7 +64,16 @@ export async function validSigningSecrets(
     .execute();
 }
 
-/** The valid secrets as the API shows them, made first if the business has none yet. */
+/**
+ * The valid secrets as the API shows them (`GET /accounts/signing-secrets`), the current one
+ * first, made first if the business has none yet.
+ *
+ * @example
+ * ```ts
+ * const [current] = await listSigningSecrets(database.db, { businessId, mode: 'test' });
+ * console.log(`WEBHOOK_SECRET=${current?.secret}`);
+ * ```
+ */
 export async function listSigningSecrets(db: Db, principal: SecretOwner): Promise<SigningSecretView[]> {
   let rows = await validSigningSecrets(db, principal);
   if (!rows.some((row) => row.expires_at === null)) {

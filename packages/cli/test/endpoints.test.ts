@@ -1,0 +1,206 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '../../sender/src/index.js';
+import { startTestApp, type TestApp } from '../../sender/test/fixtures/app.js';
+import { exitCode, payhookCli, startServe, startTriggerReceiver } from './run-cli.js';
+
+const BIZ = 'biz_endpoints_test';
+const ENV = { NO_COLOR: '1', LOG_LEVEL: 'warn', DATABASE_URL: '', PAYHOOK_API_KEYS: '', PAYHOOK_API_KEY: '' };
+
+// Real processes (a sender on PGlite, the command): a generous bound, which a hang still reaches.
+describe('payhook endpoints, and the settings payhook serve prints', { timeout: 300_000 }, () => {
+  let dir: string;
+  let sender: Awaited<ReturnType<typeof startServe>>;
+  /** payhook serve's last two JSON lines: the receiver's settings and the command that registers it. */
+  let settings: { businessId: string; webhookSecret: string; allowedIps: string };
+  let command: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'payhook-endpoints-'));
+    sender = await startServe(join(dir, 'data'), BIZ, ['--allow-private-webhooks'], ENV);
+    const lines = sender.out
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    settings = lines.at(-2);
+    command = lines.at(-1).command;
+  }, 180_000);
+
+  afterAll(async () => {
+    if (sender?.child.exitCode === null) {
+      sender.child.kill('SIGTERM');
+      await exitCode(sender.child);
+    }
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const settingsOf = (key: string) =>
+    fetch(`${sender.url}/accounts/settings`, { headers: { authorization: `Bearer ${key}` } }).then(
+      (r) => r.json() as Promise<{ data: { require_mfa: boolean; webhook_urls: string[] } }>,
+    );
+
+  it('a receiver configured with what serve prints verifies a real event, once its URL is added with the printed command', async () => {
+    expect(settings).toMatchObject({
+      businessId: BIZ,
+      webhookSecret: expect.stringMatching(/^whsec_/),
+      allowedIps: '127.0.0.1,::1',
+    });
+    // The receiver reads the three variables as the quickstart does, and requires the signature.
+    const receiver = await startTriggerReceiver({
+      businessIds: [settings.businessId],
+      signingSecrets: [settings.webhookSecret],
+      requireSignature: true,
+      allowedIps: settings.allowedIps.split(','),
+    });
+    try {
+      expect(command).toBe(
+        `payhook endpoints add http://localhost:3000/webhooks --base-url ${sender.url} --api-key ${sender.apiKey}`,
+      );
+      // The printed command, with this receiver's URL for the quickstart's.
+      const args = command.replace('http://localhost:3000/webhooks', receiver.url).split(' ').slice(1);
+      const added = await payhookCli(args, { env: ENV });
+      expect(added.code, added.stderr).toBe(0);
+      expect(added.stdout).toBe(
+        `Added ${receiver.url}.\nThe sender delivers every event to this URL:\n  ${receiver.url}\n`,
+      );
+
+      const made = await payhookCli(
+        ['trigger', 'payment.session.succeeded', '--base-url', sender.url, '--api-key', sender.apiKey],
+        { env: ENV },
+      );
+      expect(made.code, made.stderr).toBe(0);
+      await expect
+        .poll(() => [...receiver.handled].sort(), { timeout: 60_000 })
+        .toEqual(['payment.session.created', 'payment.session.succeeded']);
+    } finally {
+      receiver.close();
+      await payhookCli(['endpoints', 'remove', receiver.url, '--base-url', sender.url], {
+        env: { ...ENV, PAYHOOK_API_KEY: sender.apiKey },
+      });
+    }
+  });
+
+  it('adds, lists and removes URLs, keeping require_mfa; readable and --json; exit 1 for a URL not registered', async () => {
+    const key = sender.apiKey;
+    const endpoints = (...args: string[]) =>
+      payhookCli(['endpoints', ...args, '--base-url', sender.url], { env: { ...ENV, PAYHOOK_API_KEY: key } });
+    // require_mfa set elsewhere is left as it is.
+    const mfa = await fetch(`${sender.url}/accounts/settings`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ require_mfa: true, webhook_urls: [] }),
+    });
+    expect(mfa.status).toBe(200);
+
+    const none = await endpoints('list');
+    expect(none).toMatchObject({
+      code: 0,
+      stdout: 'No webhook URL is registered. Add one: payhook endpoints add http://localhost:3000/webhooks\n',
+    });
+    // Without a scheme: http://, as the URL it registered shows.
+    const first = await endpoints('add', 'localhost:3001/webhooks');
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toContain('Added http://localhost:3001/webhooks.');
+    const second = JSON.parse((await endpoints('add', 'http://127.0.0.1:3002/hooks', '--json')).stdout);
+    expect(second).toEqual({
+      url: 'http://127.0.0.1:3002/hooks',
+      changed: true,
+      webhook_urls: ['http://localhost:3001/webhooks', 'http://127.0.0.1:3002/hooks'],
+    });
+    const again = await endpoints('add', 'http://localhost:3001/webhooks');
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('http://localhost:3001/webhooks is already registered: nothing changed.');
+    expect(JSON.parse((await endpoints('list', '--json')).stdout)).toEqual({
+      webhook_urls: ['http://localhost:3001/webhooks', 'http://127.0.0.1:3002/hooks'],
+    });
+    expect((await endpoints('list')).stdout).toBe(
+      'The sender delivers every event to these 2 URLs:\n  http://localhost:3001/webhooks\n  http://127.0.0.1:3002/hooks\n',
+    );
+    expect(await settingsOf(key)).toEqual({
+      data: {
+        require_mfa: true,
+        webhook_urls: ['http://localhost:3001/webhooks', 'http://127.0.0.1:3002/hooks'],
+      },
+    });
+
+    const removed = await endpoints('remove', 'http://localhost:3001/webhooks');
+    expect(removed).toMatchObject({
+      code: 0,
+      stdout:
+        'Removed http://localhost:3001/webhooks.\nThe sender delivers every event to this URL:\n  http://127.0.0.1:3002/hooks\n',
+    });
+    const missing = await endpoints('remove', 'http://localhost:3001/webhooks');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe(
+      'http://localhost:3001/webhooks is not registered: nothing removed. Registered:\n  http://127.0.0.1:3002/hooks\n',
+    );
+    const last = JSON.parse((await endpoints('remove', 'http://127.0.0.1:3002/hooks', '--json')).stdout);
+    expect(last).toEqual({
+      url: 'http://127.0.0.1:3002/hooks',
+      removed: 'http://127.0.0.1:3002/hooks',
+      webhook_urls: [],
+    });
+    expect(await settingsOf(key)).toEqual({ data: { require_mfa: true, webhook_urls: [] } });
+  });
+
+  it('a key the sender refuses exits 1 from endpoints, trigger and listen alike; no sender, 3', async () => {
+    const wrong = 'sk_test_not_a_key_of_this_sender';
+    const runs = {
+      endpoints: await payhookCli(['endpoints', 'list', '--base-url', sender.url, '--api-key', wrong], {
+        env: ENV,
+      }),
+      trigger: await payhookCli(
+        ['trigger', 'payment.session.created', '--base-url', sender.url, '--api-key', wrong],
+        { env: ENV },
+      ),
+      listen: await payhookCli(['listen', '--base-url', sender.url, '--api-key', wrong], { env: ENV }),
+    };
+    for (const [name, run] of Object.entries(runs)) {
+      expect(run.code, `${name}: ${run.stderr}`).toBe(1);
+      expect(run.stderr, name).toContain('401 unauthorized');
+      expect(run.stderr, name).toContain('Check --api-key (or PAYHOOK_API_KEY)');
+    }
+    const away = await payhookCli(
+      ['endpoints', 'list', '--base-url', 'http://127.0.0.1:9', '--api-key', wrong],
+      {
+        env: ENV,
+      },
+    );
+    expect(away.code).toBe(3);
+    expect(away.stderr).toContain('Could not reach the sender at http://127.0.0.1:9');
+    const noKey = await payhookCli(['endpoints', 'list', '--base-url', sender.url], { env: ENV });
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toContain('--api-key (or PAYHOOK_API_KEY) is required');
+  });
+});
+
+describe('payhook endpoints on a sender that delivers to public addresses only', { timeout: 120_000 }, () => {
+  let app: TestApp;
+  let key: string;
+  beforeAll(async () => {
+    app = await startTestApp('pglite', 'cli-endpoints', { PAYHOOK_MAINTENANCE_INTERVAL_SECONDS: '0' });
+    key = await createApiKey(app.database.db, { businessId: BIZ, mode: 'test' });
+  }, 60_000);
+  afterAll(() => app?.close());
+
+  it("refuses a localhost URL with the sender's reason and its development switch; exit 1, nothing registered", async () => {
+    const run = await payhookCli(
+      ['endpoints', 'add', 'http://localhost:3000/webhooks', '--base-url', app.url, '--api-key', key],
+      { env: ENV },
+    );
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(
+      /^payhook endpoints: the sender refused http:\/\/localhost:3000\/webhooks: localhost is or resolves to a non-public address \([^)]*127\.0\.0\.1: loopback[^)]*\); webhook URLs must be publicly reachable\. .*`payhook serve --allow-private-webhooks`.*\n$/,
+    );
+    const listed = await payhookCli(
+      ['endpoints', 'list', '--json', '--base-url', app.url, '--api-key', key],
+      {
+        env: ENV,
+      },
+    );
+    expect(JSON.parse(listed.stdout)).toEqual({ webhook_urls: [] });
+  });
+});
