@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { generateSigningSecret, signWebhook } from '@payhook/core';
 import { createTestEvent } from '@payhook/core/testing';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -53,6 +54,33 @@ describe.each(['express-receiver', 'koa-receiver', 'fastify-receiver'])('example
     }
     await until(() => output().includes(`payment=${event.data.id}`), 'the handler log line');
     expect(output().split(`payment=${event.data.id}`)).toHaveLength(2);
+  });
+
+  it('with WEBHOOK_SECRET, takes an event signed with it and refuses one signed with another secret', async () => {
+    const port = await freePort();
+    const businessId = 'c0ffee00-1234-4abc-8def-0123456789ab';
+    const secret = generateSigningSecret();
+    const { output } = start(example, {
+      PORT: String(port),
+      BUSINESS_ID: businessId,
+      WEBHOOK_SECRET: secret,
+      ALLOWED_IPS: '127.0.0.1,::1',
+    });
+    await until(() => output().includes('receiver on'), `${example} to listen`);
+    const send = (secrets: string[]) => {
+      const event = createTestEvent('payment.session.succeeded', businessId);
+      const body = JSON.stringify(event);
+      const headers = signWebhook({ id: event.data.id, body, secrets });
+      return fetch(`http://127.0.0.1:${port}/webhooks`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+      });
+    };
+    expect((await send([secret])).status).toBe(200);
+    const forged = await send([generateSigningSecret()]);
+    expect(forged.status).toBe(401);
+    expect(await forged.json()).toMatchObject({ error: { code: 'invalid_signature' } });
   });
 
   it('refuses to start without its configuration', async () => {

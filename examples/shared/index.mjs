@@ -17,11 +17,23 @@ export function receiverOptions(env = process.env) {
     process.exit(2);
   }
   const ips = allowed.includes('*') ? { allowAnyIp: true } : { allowedIps: allowed };
+  // WEBHOOK_SECRET (optional): the signing secret, whsec_... (several, comma-separated, during a
+  // rotation); signed requests must then carry a valid signature.
+  const secrets = (env.WEBHOOK_SECRET ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   // REDIS_URL (optional) shares idempotency between instances; without it, the memory store.
   const store = env.REDIS_URL
     ? createRedisStore({ redis: env.REDIS_URL, prefix: env.PAYHOOK_PREFIX ?? 'payhook' })
     : undefined;
-  return { businessIds: [businessId], ...ips, logger: consoleLogger, ...(store ? { store } : {}) };
+  return {
+    businessIds: [businessId],
+    ...ips,
+    ...(secrets.length > 0 ? { signingSecrets: secrets } : {}),
+    logger: consoleLogger,
+    ...(store ? { store } : {}),
+  };
 }
 
 const write = (level) => (obj, msg) =>
