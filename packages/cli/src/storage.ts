@@ -16,6 +16,8 @@ export const storageOptions = {
 export async function openStorage(
   flags: StorageFlags,
   env: Record<string, string | undefined>,
+  /** How long a request waits on PostgreSQL before a 503 (the sender's configuration; `serve`). */
+  timeouts?: { acquireTimeoutMs: number; statementTimeoutMs: number },
 ): Promise<Database> {
   if (flags['data-dir'] !== undefined && flags['database-url'] !== undefined) {
     throw new CliError('Give --data-dir or --database-url, not both.');
@@ -26,7 +28,7 @@ export async function openStorage(
   const { DataDirLockedError, openDatabase } = await import('@payhook/sender');
   try {
     return await openDatabase(
-      url ? { url } : { dataDir: flags['data-dir'] ?? env.PAYHOOK_DATA_DIR ?? './.payhook' },
+      url ? { url, ...timeouts } : { dataDir: flags['data-dir'] ?? env.PAYHOOK_DATA_DIR ?? './.payhook' },
     );
   } catch (error) {
     if (error instanceof DataDirLockedError) {

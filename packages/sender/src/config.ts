@@ -34,6 +34,13 @@ export interface SenderConfig {
    * seconds (default 10; 0 turns it off). PostgreSQL's own autovacuum needs no help.
    */
   maintenanceIntervalSeconds: number;
+  /**
+   * How long a request waits on PostgreSQL before it is answered 503 `database_unavailable`: for a
+   * pooled connection (`PAYHOOK_DB_ACQUIRE_TIMEOUT_MS`, default 2,000) and for one statement
+   * (`PAYHOOK_DB_STATEMENT_TIMEOUT_MS`, default 2,500; the connection of a statement unanswered
+   * half a second past it is cut). Not used by PGlite.
+   */
+  databaseTimeouts: { acquireTimeoutMs: number; statementTimeoutMs: number };
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -60,8 +67,9 @@ function logLevel(raw: string | undefined): string {
  * `PAYHOOK_DELIVERY_LEASE_SECONDS` (60; more than the 15 s an attempt may take),
  * `PAYHOOK_SHUTDOWN_GRACE_SECONDS` (10, from 0 to 300: how long a shutdown lets delivery attempts in
  * flight finish before releasing them), `PAYHOOK_MAINTENANCE_INTERVAL_SECONDS` (10, 0 to turn off:
- * how often PGlite's tables are checked for a vacuum). A bad value is a `ConfigError` naming the
- * variable.
+ * how often PGlite's tables are checked for a vacuum), `PAYHOOK_DB_ACQUIRE_TIMEOUT_MS` (2000) and
+ * `PAYHOOK_DB_STATEMENT_TIMEOUT_MS` (2500: how long a request waits on PostgreSQL before it is
+ * answered 503). A bad value is a `ConfigError` naming the variable.
  *
  * @example
  * ```ts
@@ -109,5 +117,9 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
     deliveryLeaseSeconds: int('PAYHOOK_DELIVERY_LEASE_SECONDS', 60, 1, 3600),
     shutdownGraceSeconds: int('PAYHOOK_SHUTDOWN_GRACE_SECONDS', 10, 0, 300),
     maintenanceIntervalSeconds: int('PAYHOOK_MAINTENANCE_INTERVAL_SECONDS', 10, 0, 86_400),
+    databaseTimeouts: {
+      acquireTimeoutMs: int('PAYHOOK_DB_ACQUIRE_TIMEOUT_MS', 2000, 100, 600_000),
+      statementTimeoutMs: int('PAYHOOK_DB_STATEMENT_TIMEOUT_MS', 2500, 100, 3_600_000),
+    },
   };
 }

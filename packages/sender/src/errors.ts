@@ -38,6 +38,11 @@ export const API_ERROR_STATUS = {
   too_many_listeners: 429,
   headers_too_large: 431,
   internal_error: 500,
+  /**
+   * The database cannot be reached or did not answer in time; try again after `Retry-After`
+   * seconds. A request that timed out may have been applied: an `Idempotency-Key` makes the retry safe.
+   */
+  database_unavailable: 503,
 } as const;
 
 /** One of the sender API's stable error codes. */
@@ -55,6 +60,8 @@ export interface ApiErrorOptions {
   details?: FieldError[];
   /** Overrides the status of the code: a client error of the framework or of core passed on as it came. */
   status?: number;
+  /** Seconds the client should wait before trying again, sent as `Retry-After`. */
+  retryAfterSeconds?: number;
 }
 
 /**
@@ -74,6 +81,8 @@ export class ApiError extends Error {
   override readonly name = 'ApiError';
   readonly status: number;
   readonly details: FieldError[];
+  /** Sent as `Retry-After`, when set. */
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(
     readonly code: ApiErrorCode,
@@ -83,6 +92,7 @@ export class ApiError extends Error {
     super(message);
     this.status = options.status ?? API_ERROR_STATUS[code];
     this.details = options.details ?? [];
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
   /** The body the API answers with. */

@@ -3,6 +3,7 @@ import type { SenderConfig } from './config.js';
 import { type Database, openDatabase } from './db/database.js';
 import { createMaintenance, type Maintenance } from './db/maintenance.js';
 import { type AttemptFeed, createAttemptFeed } from './delivery/feed.js';
+import { logFailure } from './delivery/logger.js';
 import { createDeliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
 import { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
 import { buildApp } from './http/app.js';
@@ -57,7 +58,11 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
   const { config } = options;
   const database =
     options.database ??
-    (await openDatabase(config.databaseUrl ? { url: config.databaseUrl } : { dataDir: config.dataDir }));
+    (await openDatabase(
+      config.databaseUrl
+        ? { url: config.databaseUrl, ...config.databaseTimeouts }
+        : { dataDir: config.dataDir },
+    ));
   const ownDatabase = options.database === undefined;
   try {
     // Every business of the configuration has its signing secret from the start.
@@ -88,10 +93,20 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
     });
     // Sessions past their expires_at fail (with their event) within a few seconds.
     const sweeper = setInterval(() => {
+      if (database.health.state === 'down') return;
       expireSessions(database).catch((error: unknown) =>
-        app.log.error({ err: error }, 'expiring sessions failed'),
+        logFailure(app.log, error, 'expiring sessions failed'),
       );
     }, 5000);
+    // An outage is said once when it starts and once when it ends, not by every request it fails.
+    const stopReporting = database.health.onChange((change) => {
+      if (change.state === 'down')
+        app.log.error(
+          { reason: change.reason },
+          'database unavailable: the API answers 503 database_unavailable and deliveries wait until it is back',
+        );
+      else app.log.info({ downForMs: change.downForMs }, 'database is back: the API and deliveries go on');
+    });
     sweeper.unref();
     const maintenance = createMaintenance({
       database,
@@ -113,6 +128,7 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       close() {
         closing ??= (async () => {
           clearInterval(sweeper);
+          stopReporting();
           // No pass starts from now on; one running finishes its statement while the rest stops.
           const maintained = maintenance.stop();
           // No new requests, then the attempts in flight finish or go back to the queue.

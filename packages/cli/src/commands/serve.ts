@@ -89,7 +89,7 @@ Examples:
         dataDir,
       });
     }
-    const database = await openStorage(values, io.env);
+    const database = await openStorage(values, io.env, config.databaseTimeouts);
     try {
       if (firstStart) say(format, io, 'Database ready.');
       const madeKey = await ensureKey(database, config.apiKeys, businessId, format, io);

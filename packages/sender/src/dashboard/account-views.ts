@@ -165,3 +165,12 @@ export function errorPage(
 <p><a href="${signedIn ? '/dashboard/events' : '/dashboard/sign-in'}">${signedIn ? 'Back to the events' : 'Sign in'}</a></p></main>`,
   );
 }
+
+/** The page of every dashboard request while the sender's database is away (503). */
+export function databaseUnavailablePage(): Html {
+  return document(
+    'Database unavailable',
+    html`<main id="main" class="card"><h1>The database is unavailable</h1><p role="alert">The sender cannot reach its database right now, so this page cannot be shown. Nothing was changed. Deliveries wait in the database and go on by themselves once it is back.</p>
+<p class="muted">HTTP 503</p><p><a href="">Try again</a></p></main>`,
+  );
+}

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiAnswer } from '../http/act-as.js';
-import { errorPage } from './account-views.js';
+import { databaseUnavailablePage, errorPage } from './account-views.js';
 import type { Html } from './html.js';
 import type { PageContext } from './layout.js';
 
@@ -39,6 +39,8 @@ export function sendPage(reply: FastifyReply, body: Html): FastifyReply {
 
 /** An API refusal as a page: its status (a 404 for another business's event), its message. */
 export function apiRefusal(reply: FastifyReply, status: number, body: ApiErrorBody): FastifyReply {
+  if (body.error?.code === 'database_unavailable')
+    return sendPage(reply.code(503), databaseUnavailablePage());
   const title = status === 404 ? 'Not found' : 'Refused';
   return sendPage(
     reply.code(status),

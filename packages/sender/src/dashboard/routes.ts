@@ -5,8 +5,15 @@ import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { AttemptFeed } from '../delivery/feed.js';
 import type { ActAs } from '../http/act-as.js';
-import { toApiError } from '../http/errors.js';
-import { endpointsPage, errorPage, type SecretView, signInPage, type UrlHealth } from './account-views.js';
+import { databaseUnavailable, toApiError } from '../http/errors.js';
+import {
+  databaseUnavailablePage,
+  endpointsPage,
+  errorPage,
+  type SecretView,
+  signInPage,
+  type UrlHealth,
+} from './account-views.js';
 import { ASSETS } from './assets.js';
 import {
   type EventDetail,
@@ -84,12 +91,21 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
   });
   app.addHook('onResponse', async (request) => refreshes.done(request));
   app.setErrorHandler((error, request, reply) => {
-    const apiError = toApiError(error);
+    const apiError = toApiError(error, database.health);
+    if (apiError.code === 'database_unavailable') {
+      reply.header('retry-after', String(apiError.retryAfterSeconds ?? 1));
+      return sendPage(reply.code(503), databaseUnavailablePage());
+    }
     if (apiError.status >= 500) request.log.error({ err: error }, 'dashboard request failed');
     sendPage(
       reply.code(apiError.status),
       errorPage(apiError.status, 'Something went wrong', apiError.message, Boolean(request.dashboard)),
     );
+  });
+  // While the database is away every page says so at once (its stylesheet and script still load).
+  app.addHook('onRequest', async (request) => {
+    if (database.health.state === 'down' && !request.url.startsWith('/dashboard/assets/'))
+      throw databaseUnavailable(database.health);
   });
   app.setNotFoundHandler((request, reply) => {
     sendPage(reply.code(404), errorPage(404, 'Not found', `No page ${request.url.split('?')[0]}.`, false));

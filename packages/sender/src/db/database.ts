@@ -1,28 +1,32 @@
 import { mkdir } from 'node:fs/promises';
 import { PGlite } from '@electric-sql/pglite';
-import {
-  Kysely,
-  Migrator,
-  type PostgresCursor,
-  PostgresDialect,
-  type PostgresPool,
-  type PostgresPoolClient,
-  type PostgresQueryResult,
-  sql,
-  type Transaction,
-} from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
+import { ALWAYS_UP, createDatabaseHealth, type DatabaseHealth } from './health.js';
 import { lockDataDir } from './lock.js';
 import { migrationProvider } from './migrations.js';
 import { pgliteDialect } from './pglite-pool.js';
+import {
+  createPool,
+  DEFAULT_TIMEOUTS,
+  kyselyPool,
+  listenOnPostgres,
+  type PostgresTimeouts,
+  probe,
+} from './postgres.js';
 import type { Schema } from './schema.js';
+
+export { type PostgresTimeouts, PREPARE } from './postgres.js';
 
 /** Where the sender keeps its data. */
 export type DatabaseOptions =
   /** Embedded PGlite in a data directory (the default: nothing to install). */
   | { dataDir: string }
-  /** A PostgreSQL server; `schema` (created if missing) keeps this sender's tables apart. */
-  | { url: string; schema?: string };
+  /**
+   * A PostgreSQL server; `schema` (created if missing) keeps this sender's tables apart; the
+   * timeouts bound every wait on it (default {@link DEFAULT_TIMEOUTS}).
+   */
+  | ({ url: string; schema?: string } & Partial<PostgresTimeouts>);
 
 /** An open, migrated database. */
 export interface Database {
@@ -44,9 +48,15 @@ export interface Database {
   delivery<T>(fn: (db: Kysely<Schema> | Transaction<Schema>) => Promise<T>): Promise<T>;
   kind: 'pglite' | 'postgres';
   /**
+   * Whether the database answers (PostgreSQL: checked when a connection fails, then again with a
+   * backoff until it is back; PGlite, in this process, is always up).
+   */
+  health: DatabaseHealth;
+  /**
    * Calls `onNotify` for each NOTIFY on `channel` (delivered when the notifying transaction
    * commits, from any instance on the same database). Resolves once listening; the returned
-   * function stops. On PostgreSQL a dropped listening connection is reopened after a second.
+   * function stops. On PostgreSQL a dropped or silent listening connection is opened again with a
+   * backoff, and each reopening calls `onNotify` once (wake-ups may have been missed meanwhile).
    */
   listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   /** Closes connections and releases the data directory's lock. */
@@ -85,55 +95,6 @@ const SET_WORKER_PLANNER_LOCALLY = sql`select ${sql.join(
 )}`;
 
 /**
- * Put at the start of a statement's text, this comment makes it a named prepared statement on
- * PostgreSQL: parsed and planned once per connection rather than at every execution, which is
- * most of the server's work for a statement of several data-modifying CTEs run on every request.
- * For statements of a few fixed texts (values as parameters), run often. On PGlite, a comment.
- *
- * @example
- * ```ts
- * await db.executeQuery(sql`${sql.raw(PREPARE)}with ... select ...`.compile(db));
- * ```
- */
-export const PREPARE = '/* payhook:prepare */ ';
-
-/** Names of the marked statement texts seen (the same text, the same name, on every connection). */
-const preparedNames = new Map<string, string>();
-/** Past this many texts, marked statements run unnamed: a bound on what each connection keeps. */
-const MAX_PREPARED = 32;
-
-/** A pool for Kysely whose connections run statements marked with `PREPARE` as named statements. */
-function preparing(pool: pg.Pool): PostgresPool {
-  const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();
-  return {
-    async connect() {
-      const client = await pool.connect();
-      let wrapped = clients.get(client);
-      if (wrapped === undefined) {
-        function query<R>(sql: string, parameters: readonly unknown[]): Promise<PostgresQueryResult<R>>;
-        function query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
-        function query(text: string | PostgresCursor<unknown>, values?: readonly unknown[]): unknown {
-          if (typeof text !== 'string') return client.query(text as unknown as pg.Submittable);
-          if (text.startsWith(PREPARE)) {
-            let name = preparedNames.get(text);
-            if (name === undefined && preparedNames.size < MAX_PREPARED) {
-              name = `payhook_${preparedNames.size + 1}`;
-              preparedNames.set(text, name);
-            }
-            if (name !== undefined) return client.query({ name, text, values: values as unknown[] });
-          }
-          return client.query(text, values as unknown[]);
-        }
-        wrapped = { query, release: () => client.release() };
-        clients.set(client, wrapped);
-      }
-      return wrapped;
-    },
-    end: () => pool.end(),
-  };
-}
-
-/**
  * Opens the sender's database and applies pending migrations: PGlite in `dataDir` (locked by
  * this process; a lock left by a killed process is taken over), or PostgreSQL at `url`.
  *
@@ -150,6 +111,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let kind: Database['kind'];
   let release = async () => {};
   let listen: Database['listen'];
+  let health = ALWAYS_UP;
+  /** The migrations run without the statement timeout: one may rewrite a large table. */
+  let migrationDb: Kysely<Schema> | undefined;
   if ('dataDir' in options) {
     await mkdir(options.dataDir, { recursive: true });
     release = await lockDataDir(options.dataDir);
@@ -176,38 +140,48 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       );
     }
     const searchPath = schema !== undefined ? `-c search_path=${schema}` : '';
-    const pool = new pg.Pool({
-      connectionString: options.url,
-      ...(searchPath ? { options: searchPath } : {}),
-    });
+    const timeouts: PostgresTimeouts = {
+      acquireTimeoutMs: options.acquireTimeoutMs ?? DEFAULT_TIMEOUTS.acquireTimeoutMs,
+      statementTimeoutMs: options.statementTimeoutMs ?? DEFAULT_TIMEOUTS.statementTimeoutMs,
+    };
+    const connection = { connectionString: options.url, ...(searchPath ? { options: searchPath } : {}) };
+    health = createDatabaseHealth({ probe: () => probe(connection, timeouts) });
+    const pool = createPool(connection, timeouts);
     // The worker runs one claim and one group-committed write at a time, and renews or releases
     // now and then: a few connections are all it uses.
-    const deliveryPool = new pg.Pool({
-      connectionString: options.url,
-      max: 4,
-      options: [
-        searchPath,
-        '-c synchronous_commit=off',
-        ...Object.entries(WORKER_PLANNER).map(([name, value]) => `-c ${name}=${value}`),
-      ]
-        .join(' ')
-        .trim(),
+    const deliveryPool = createPool(
+      {
+        connectionString: options.url,
+        max: 4,
+        options: [
+          searchPath,
+          '-c synchronous_commit=off',
+          ...Object.entries(WORKER_PLANNER).map(([name, value]) => `-c ${name}=${value}`),
+        ]
+          .join(' ')
+          .trim(),
+      },
+      timeouts,
+    );
+    db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: kyselyPool(pool, timeouts, health) }) });
+    deliveryDb = new Kysely<Schema>({
+      dialect: new PostgresDialect({ pool: kyselyPool(deliveryPool, timeouts, health) }),
     });
-    // An idle connection the server dropped is replaced on the next query; without a listener
-    // its error event would end the process.
-    pool.on('error', () => {});
-    deliveryPool.on('error', () => {});
-    db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: preparing(pool) }) });
-    deliveryDb = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: preparing(deliveryPool) }) });
+    migrationDb = new Kysely<Schema>({
+      dialect: new PostgresDialect({
+        pool: createPool({ ...connection, max: 1 }, { ...timeouts, statementTimeoutMs: 0 }),
+      }),
+    });
     kind = 'postgres';
-    listen = (channel, onNotify) => listenOnPostgres(options.url, channel, onNotify);
+    listen = (channel, onNotify) =>
+      listenOnPostgres({ connectionString: options.url }, timeouts, channel, onNotify);
   }
   try {
     await withMigrationLock(options, async () => {
       // The migration tables live in this sender's schema: left unqualified, Kysely would take
       // another schema's tables (on the search path or not) for this one's.
       const { error, results } = await new Migrator({
-        db,
+        db: migrationDb ?? db,
         provider: migrationProvider,
         ...('url' in options && options.schema !== undefined ? { migrationTableSchema: options.schema } : {}),
       }).migrateToLatest();
@@ -219,10 +193,13 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       }
     });
   } catch (error) {
+    health.close();
     await deliveryDb?.destroy();
     await db.destroy();
     await release();
     throw error;
+  } finally {
+    await migrationDb?.destroy();
   }
   const workerDb = deliveryDb;
   return {
@@ -235,8 +212,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
             return fn(tx);
           }),
     kind,
+    health,
     listen,
     async close() {
+      health.close();
       await deliveryDb?.destroy();
       await db.destroy();
       await release();
@@ -253,6 +232,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 async function withMigrationLock(options: DatabaseOptions, fn: () => Promise<void>): Promise<void> {
   if ('dataDir' in options) return fn();
   const client = new pg.Client({ connectionString: options.url });
+  // A connection lost here fails the statement under way (and the start): not the process.
+  client.on('error', () => {});
   await client.connect();
   const key = `payhook-migrations:${options.schema ?? 'public'}`;
   try {
@@ -264,44 +245,6 @@ async function withMigrationLock(options: DatabaseOptions, fn: () => Promise<voi
     await client.query('select pg_advisory_unlock(hashtext($1))', [key]).catch(() => {});
     await client.end();
   }
-}
-
-/** LISTEN on a connection of its own, reopened after a second whenever it drops. */
-async function listenOnPostgres(
-  url: string,
-  channel: string,
-  onNotify: () => void,
-): Promise<() => Promise<void>> {
-  let stopped = false;
-  let client: pg.Client | undefined;
-  let retry: NodeJS.Timeout | undefined;
-  const open = async () => {
-    const next = new pg.Client({ connectionString: url });
-    next.on('notification', (message) => {
-      if (message.channel === channel) onNotify();
-    });
-    next.on('error', () => {
-      next.end().catch(() => {});
-      if (client === next) reopen();
-    });
-    await next.connect();
-    await next.query(`listen ${pg.escapeIdentifier(channel)}`);
-    client = next;
-    // Work may have been queued while no one listened.
-    onNotify();
-  };
-  const reopen = () => {
-    client = undefined;
-    if (stopped) return;
-    retry = setTimeout(() => open().catch(reopen), 1000);
-    retry.unref();
-  };
-  await open();
-  return async () => {
-    stopped = true;
-    clearTimeout(retry);
-    await client?.end().catch(() => {});
-  };
 }
 
 /** The migrations applied to a database, oldest first (for diagnostics and tests). */

@@ -1,4 +1,5 @@
 import type { Database } from '../db/database.js';
+import { isConnectionLost } from '../db/health.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { type AttemptRecord, type Claim, recordAttemptsStatement } from './delivery-state.js';
 import { type AttemptFeed, eventTypeOf } from './feed.js';
@@ -20,6 +21,11 @@ export interface AttemptRecorderOptions {
   logger: WorkerLogger;
   /** Where recorded attempts are published, when someone listens. */
   feed?: AttemptFeed | undefined;
+  /**
+   * How long an outcome is kept and written again while the database is away (default 30 s, half
+   * the default lease): its delivery is then not sent a second time when the lease ends.
+   */
+  retryForMs?: number;
 }
 
 /**
@@ -32,16 +38,23 @@ export function createAttemptRecorder(
   options: AttemptRecorderOptions,
 ): (claim: Claim, startedAt: Date, outcome: AttemptOutcome) => Promise<void> {
   const { database, now, random, logger: log, feed } = options;
+  const retryForMs = options.retryForMs ?? 30_000;
 
   /** An attempt's outcome waiting to be written, and who waits for it. */
   interface Pending {
     claim: Claim;
     startedAt: Date;
     outcome: AttemptOutcome;
+    /** Past this (process time, ms), a write lost to an outage is given up. */
+    retryUntil: number;
+    /** Written again after a lost connection: the first write may have committed after all. */
+    again?: boolean;
     done: (error?: unknown) => void;
   }
   const unwritten: Pending[] = [];
   let writing = false;
+  /** The wait before writing again after a lost connection: 250 ms, doubling to 2 s. */
+  let backoff = 250;
 
   /**
    * Records an attempt and the delivery's next state, if the worker still holds the claim.
@@ -53,7 +66,13 @@ export function createAttemptRecorder(
    */
   function record(claim: Claim, startedAt: Date, outcome: AttemptOutcome): Promise<void> {
     return new Promise((resolve, reject) => {
-      unwritten.push({ claim, startedAt, outcome, done: (error) => (error ? reject(error) : resolve()) });
+      unwritten.push({
+        claim,
+        startedAt,
+        outcome,
+        retryUntil: Date.now() + retryForMs,
+        done: (error) => (error ? reject(error) : resolve()),
+      });
       if (!writing) {
         writing = true;
         setTimeout(() => void writeAll(), RECORD_WINDOW_MS);
@@ -66,9 +85,20 @@ export function createAttemptRecorder(
       const batch = unwritten.splice(0, 500);
       try {
         await writeBatch(batch);
+        backoff = 250;
         for (const p of batch) p.done();
       } catch (error) {
-        for (const p of batch) p.done(error);
+        // The database is away: the outcomes wait for it, within their lease. Written again, a
+        // statement that did commit before its answer was lost matches no claim and changes nothing.
+        const keep = isConnectionLost(error) ? batch.filter((p) => Date.now() < p.retryUntil) : [];
+        for (const p of batch) if (!keep.includes(p)) p.done(error);
+        if (keep.length > 0) {
+          for (const p of keep) p.again = true;
+          unwritten.unshift(...keep);
+          setTimeout(() => void writeAll(), backoff);
+          backoff = Math.min(2000, backoff * 2);
+          return;
+        }
       }
       if (unwritten.length === 0) break;
       if (unwritten.length < RECORD_BATCH) {
@@ -114,7 +144,9 @@ export function createAttemptRecorder(
           })),
       );
     }
-    for (const r of rows) {
+    for (const [i, r] of rows.entries()) {
+      // A write again after a lost connection finds no claim when the first one did commit.
+      if (!kept.has(r.claim.id) && batch[i]?.again) continue;
       if (!kept.has(r.claim.id)) {
         log.warn(
           { delivery: r.claim.id, url: r.claim.url },

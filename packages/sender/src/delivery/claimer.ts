@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import type { Database } from '../db/database.js';
-import { type Claim, claimDeliveries, otherUrlsDue } from './delivery-state.js';
+import { type Claim, claimDeliveries, otherUrlsDue, releaseOrphanedClaims } from './delivery-state.js';
 import type { HeldClaims } from './held-claims.js';
 import type { UrlShare } from './membership.js';
 
@@ -17,6 +18,8 @@ export interface ClaimerOptions {
   perUrl: number;
   /** This instance's share of the URLs, once it has joined the others. */
   share: () => UrlShare | undefined;
+  /** Eight hex digits that begin this worker's claim tokens (default: random, per claimer). */
+  owner?: string;
 }
 
 /** A claim's filter, from `HeldClaims.claimFilter`. */
@@ -41,6 +44,7 @@ export interface Claimed {
  */
 export function createClaimer(options: ClaimerOptions) {
   const { database, held, leaseMs, perUrl } = options;
+  const owner = options.owner ?? randomBytes(4).toString('hex');
   /**
    * Whether the next claim should read past the backlogs of URLs with more rows than they may hold
    * (pacing them): set by what may have made other rows due (new events, the poll), and while
@@ -55,6 +59,15 @@ export function createClaimer(options: ClaimerOptions) {
     /** Whether the next claim reads past backlogs (see `lookAgain`). */
     get lookingPast(): boolean {
       return lookPast;
+    },
+
+    /**
+     * Gives back the claims this worker made and does not hold (cut short by an outage, they
+     * may have committed once the database answered again): due now rather than at lease end.
+     */
+    releaseOrphans(at: Date): Promise<number> {
+      const tokens = held.claims().map((c) => c.token);
+      return database.delivery((db) => releaseOrphanedClaims(db, { owner, held: tokens, now: at }));
     },
 
     /** Rows may have come due (new events, the poll): the next claim looks past backlogs. */
@@ -92,6 +105,7 @@ export function createClaimer(options: ClaimerOptions) {
       const result = await database.delivery((db) =>
         claimDeliveries(db, {
           now: at,
+          owner,
           leaseMs,
           limit,
           skipIds,

@@ -49,6 +49,7 @@ export type { FailedSince } from './sql/lock-failed-deliveries.js';
 export { lockFailedDeliveries } from './sql/lock-failed-deliveries.js';
 export type { AttemptRecord } from './sql/record-attempts.js';
 export { recordAttemptsStatement } from './sql/record-attempts.js';
+export { releaseOrphanedClaims } from './sql/release-orphaned-claims.js';
 export { releaseClaims, renewLeases } from './sql/set-due.js';
 export { supersedeDeliveries } from './sql/supersede-deliveries.js';
 export { supersedeEventFailures } from './sql/supersede-event-failures.js';

@@ -43,10 +43,17 @@ export function createDeliveryMetrics(
   // The gauges are read when scraped, so every instance reports the shared queue as it is; the
   // three gauges of one scrape share one query.
   let running: Promise<{ pending: string; due: string; oldest: Date | null } | undefined> | undefined;
+  /** The last answer: kept while the database is away, so a scrape still answers. */
+  let last: { pending: string; due: string; oldest: Date | null } | undefined;
   const queue = () => {
-    running ??= read().finally(() => {
-      running = undefined;
-    });
+    running ??= (database.health.state === 'down' ? Promise.resolve(last) : read())
+      .then(
+        (row) => (last = row),
+        () => last,
+      )
+      .finally(() => {
+        running = undefined;
+      });
     return running;
   };
   const read = async () =>
@@ -80,6 +87,14 @@ export function createDeliveryMetrics(
     async collect() {
       const oldest = (await queue())?.oldest;
       this.set(oldest ? Math.max(0, (now().getTime() - new Date(oldest).getTime()) / 1000) : 0);
+    },
+  });
+  new Gauge({
+    name: 'payhook_database_up',
+    help: 'Whether the database answers (1) or the sender answers 503 database_unavailable (0).',
+    registers: [registry],
+    collect() {
+      this.set(database.health.state === 'up' ? 1 : 0);
     },
   });
   return { registry, attempts, attemptDuration };

@@ -1,73 +1,19 @@
 import { performance } from 'node:perf_hooks';
-import type { Database } from '../db/database.js';
-import type { Resolver } from '../net/webhook-url.js';
 import { signingKeyring } from '../signing/keyring.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
 import { createClaimer, PACING_CLAIMS, PACING_LIMIT } from './claimer.js';
 import { type Claim, releaseClaims, renewLeases, WAKE_CHANNEL } from './delivery-state.js';
-import type { AttemptFeed } from './feed.js';
 import { HeldClaims } from './held-claims.js';
-import { createDeliveryClient, type DeliveryClient } from './http-client.js';
-import { silentLogger, type WorkerLogger } from './logger.js';
-import { joinDeliveryInstances, type Membership, type MembershipOptions, slotsOf } from './membership.js';
-import type { DeliveryMetrics } from './metrics.js';
+import { createDeliveryClient } from './http-client.js';
+import { logFailure, silentLogger } from './logger.js';
+import { joinDeliveryInstances, type Membership, slotsOf } from './membership.js';
 import { createRefusalHints, refusalHint } from './refusal-hint.js';
 import { serialPasses } from './serial-passes.js';
+import { type DeliveryWorker, type DeliveryWorkerOptions, positive } from './worker-options.js';
 
 export type { WorkerLogger } from './logger.js';
-
-/** Options of {@link createDeliveryWorker}. */
-export interface DeliveryWorkerOptions {
-  database: Database;
-  /** Sends the attempts (default: {@link createDeliveryClient} with `resolve` and `allowPrivate`). */
-  client?: DeliveryClient;
-  /** Resolves webhook host names, for the default client (injectable for tests). */
-  resolve?: Resolver;
-  /** Development switch: deliver to private addresses too (the default client's option). */
-  allowPrivate?: boolean;
-  /** Attempts in flight at once, over every URL (default 32). */
-  concurrency?: number;
-  /** Attempts in flight at once to one URL, so one slow receiver cannot starve the others (default 4). */
-  perUrlConcurrency?: number;
-  /** How long a claim holds a delivery; past it another worker takes it over (default 60 s). */
-  leaseMs?: number;
-  /** How often to look for due retries when nothing wakes the worker (default 1 s). */
-  pollIntervalMs?: number;
-  /** How long `stop()` waits for attempts in flight before releasing them (default 10 s). */
-  shutdownGraceMs?: number;
-  /** The clock (injectable: a test runs 48 hours in milliseconds). */
-  now?: () => Date;
-  /** The random source of the retry jitter, in [0, 1). */
-  random?: () => number;
-  metrics?: DeliveryMetrics;
-  logger?: WorkerLogger;
-  /**
-   * The heartbeat among the workers on one database, once started (default every 2 s, gone after
-   * 10 s unheard): each URL is sent to by one of them, so its limit holds across instances.
-   */
-  membership?: Pick<MembershipOptions, 'heartbeatMs' | 'expireMs'>;
-  /** Where each recorded attempt is published (the dashboard's live view, `payhook serve`'s lines). */
-  feed?: AttemptFeed;
-}
-
-/** The delivery worker of one sender instance. */
-export interface DeliveryWorker {
-  /** Listens for new events and polls for due retries until `stop()`; a worker starts once. */
-  start(): Promise<void>;
-  /** Looks for due deliveries now (new events wake it by themselves). */
-  wake(): void;
-  /**
-   * Claims and attempts every delivery due now, and waits until none is due and none is in flight.
-   * Returns the number of attempts made. For tests and tools that drive the clock themselves.
-   */
-  runDue(): Promise<number>;
-  /**
-   * Stops claiming, lets attempts in flight finish within the grace period, releases the rest.
-   * A second call returns the first one's promise.
-   */
-  stop(): Promise<void>;
-}
+export type { DeliveryWorker, DeliveryWorkerOptions } from './worker-options.js';
 
 /**
  * The modes of a worker, changed only through `setMode`:
@@ -86,14 +32,6 @@ const NEXT_MODES: Record<WorkerMode, readonly WorkerMode[]> = {
   stopping: ['stopped'],
   stopped: [],
 };
-
-function positive(name: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 1) {
-    throw new TypeError(`Invalid ${name}: ${value} (a positive integer).`);
-  }
-  return value;
-}
 
 /**
  * Creates the worker that delivers the outbox: it claims due deliveries with `FOR UPDATE SKIP
@@ -123,7 +61,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const ownClient = options.client === undefined;
   const client =
     options.client ?? createDeliveryClient({ resolve: options.resolve, allowPrivate: options.allowPrivate });
-  const record = createAttemptRecorder({ database, now, random, logger: log, feed: options.feed });
+  const { feed } = options;
+  const record = createAttemptRecorder({ database, now, random, logger: log, feed, retryForMs: leaseMs / 2 });
   const keyring = signingKeyring(database);
   const hintDue = createRefusalHints();
 
@@ -133,6 +72,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let poll: NodeJS.Timeout | undefined;
   let renewal: NodeJS.Timeout | undefined;
   let unlisten: (() => Promise<void>) | undefined;
+  let stopWatchingHealth: (() => void) | undefined;
   let stopped: Promise<void> | undefined;
   /** From `start()`: which URLs are this instance's (all of them until then, as for `runDue`). */
   let membership: Membership | undefined;
@@ -181,7 +121,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           renewal = undefined;
           return;
         }
-        renew().catch((error: unknown) => log.error({ err: error }, 'renewing delivery leases failed'));
+        renew().catch((error: unknown) => logFailure(log, error, 'renewing delivery leases failed'));
       },
       Math.max(1, Math.floor(leaseMs / 3)),
     );
@@ -249,7 +189,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       .catch((error: unknown) =>
         // Reading the signing secrets or recording the attempt failed: the claim's lease ends
         // and the delivery is attempted again.
-        log.error({ err: error, delivery: claim.id }, 'a delivery attempt could not be signed or recorded'),
+        logFailure(log, error, 'a delivery attempt could not be signed or recorded', { delivery: claim.id }),
       )
       .finally(() => {
         if (!freed) freeSlot(claim);
@@ -305,23 +245,39 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   }
 
   function wake(): void {
-    if (!claiming) return;
-    pump.run().catch((error: unknown) => log.error({ err: error }, 'claiming deliveries failed'));
+    // While the database is away, claims wait for it: its return wakes the worker (see start()).
+    if (!claiming || database.health.state === 'down') return;
+    pump.run().catch((error: unknown) => logFailure(log, error, 'claiming deliveries failed'));
+  }
+
+  /**
+   * Back from an outage: claims cut short by it, which may have committed once the database
+   * answered, are given back (due now, not at their lease end), then due rows are looked for.
+   */
+  async function recover(): Promise<void> {
+    await pump.current()?.catch(() => {});
+    const released = await claimer.releaseOrphans(now()).catch((error: unknown) => {
+      logFailure(log, error, 'giving back claims cut short by the outage failed');
+      return 0;
+    });
+    if (released > 0) log.info({ released }, 'gave back deliveries claimed as the database went away');
+    wakeToLook();
   }
 
   async function shutDown(): Promise<void> {
     setMode('stopping');
     try {
+      stopWatchingHealth?.();
       clearInterval(poll);
       clearInterval(renewal);
       await unlisten?.().catch(() => {});
       await membership
         ?.leave()
-        .catch((error: unknown) => log.error({ err: error }, 'leaving the instances failed'));
+        .catch((error: unknown) => logFailure(log, error, 'leaving the instances failed'));
       await pump.current()?.catch(() => {});
       // Rows claimed ahead and never begun go back at once.
       await release(held.dropReady()).catch((error: unknown) =>
-        log.error({ err: error }, 'releasing unstarted deliveries failed'),
+        logFailure(log, error, 'releasing unstarted deliveries failed'),
       );
       const running = [...held.inFlight.values()];
       if (running.length > 0) {
@@ -358,13 +314,17 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           onChange: (share) => {
             log.info(share, 'delivery instances changed');
             release(held.dropReady()).catch((error: unknown) =>
-              log.error({ err: error }, 'releasing deliveries failed'),
+              logFailure(log, error, 'releasing deliveries failed'),
             );
             wakeToLook();
           },
-          onError: (error) => log.error({ err: error }, 'the delivery instances heartbeat failed'),
+          onError: (error) => logFailure(log, error, 'the delivery instances heartbeat failed'),
         });
       unlisten = await database.listen(WAKE_CHANNEL, wakeToLook);
+      // Back from an outage: wake-ups sent meanwhile were lost, so look for due rows at once.
+      stopWatchingHealth = database.health.onChange((change) => {
+        if (change.state === 'up') void recover();
+      });
       poll = setInterval(wakeToLook, pollIntervalMs);
       poll.unref();
       wakeToLook();

@@ -14,7 +14,7 @@ import type { Resolver } from '../net/webhook-url.js';
 import { ACT_AS_HEADER, createActAs } from './act-as.js';
 import { beneficiaryRoutes } from './beneficiaries.js';
 import { customerRoutes } from './customers.js';
-import { malformedRequest, toApiError } from './errors.js';
+import { databaseUnavailable, malformedRequest, sendApiError, toApiError } from './errors.js';
 import { eventRoutes } from './events.js';
 import { healthRoutes } from './health.js';
 import { idempotency } from './idempotency.js';
@@ -174,9 +174,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('principal', undefined as unknown as Principal);
   const actAs = createActAs(app);
   app.setErrorHandler((error, request, reply) => {
-    const apiError = toApiError(error);
-    if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
-    reply.code(apiError.status).send(apiError.toJSON());
+    const apiError = toApiError(error, database.health);
+    // An outage is logged once by the database's health, not once per request.
+    if (apiError.status >= 500 && apiError.code !== 'database_unavailable')
+      request.log.error({ err: error }, 'request failed');
+    sendApiError(reply, apiError);
   });
   app.setNotFoundHandler((request, reply) => {
     reply
@@ -187,6 +189,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (/%00/.test(request.url)) throw nulInRequest();
     const path = request.url.split('?')[0] as string;
     if (PUBLIC_PATHS.has(path) || PUBLIC_PREFIXES.some((prefix) => path.startsWith(prefix))) return;
+    // While the database is known to be away, every API route answers at once rather than wait
+    // on it (the dashboard answers with a page of its own, `/healthz` and `/metrics` report it).
+    if (database.health.state === 'down') throw databaseUnavailable(database.health);
     // The dashboard, calling the API in this process for its signed-in business.
     if (request.headers[ACT_AS_HEADER] !== undefined) {
       const principal = actAs.principalOf(request.headers[ACT_AS_HEADER]);

@@ -1,4 +1,6 @@
 import { isPayhookError } from '@payhook/core';
+import type { FastifyReply } from 'fastify';
+import { type DatabaseHealth, isDatabaseUnavailable } from '../db/health.js';
 import { API_ERROR_STATUS, ApiError, type ApiErrorCode } from '../errors.js';
 
 /**
@@ -150,12 +152,29 @@ function validationDetails(
   return details;
 }
 
+/** The answer while the database is away: 503, and when to try again. */
+export function databaseUnavailable(health?: DatabaseHealth): ApiError {
+  return new ApiError(
+    'database_unavailable',
+    'The database is unavailable or did not answer in time. Try again after Retry-After seconds, with the same Idempotency-Key: a request that timed out may have been applied.',
+    { retryAfterSeconds: health?.retryAfterSeconds() ?? 1 },
+  );
+}
+
+/** Sends `error` as the API's error body, with its `Retry-After` when it has one. */
+export function sendApiError(reply: FastifyReply, error: ApiError): FastifyReply {
+  if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
+  return reply.code(error.status).send(error.toJSON());
+}
+
 /**
  * Maps every error the service can meet, Fastify's own included, to the API's error body and
- * status (docs/service-interface.md, "Errors"), so that no client input reaches a 500.
+ * status (docs/design.md: errors), so that no client input reaches a 500 and a database outage is
+ * a 503 `database_unavailable`.
  */
-export function toApiError(error: unknown): ApiError {
+export function toApiError(error: unknown, health?: DatabaseHealth): ApiError {
   if (error instanceof ApiError) return error;
+  if (isDatabaseUnavailable(error)) return databaseUnavailable(health);
   const e = (error ?? {}) as FastifyLikeError;
   if (e.validation) {
     const details = validationDetails(e.validation, e.validationContext);

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import type { Database } from '../db/database.js';
+import { DatabaseTimeoutError } from '../db/health.js';
 
 /** How long the health check waits for the database before calling it failed. */
 export const HEALTH_CHECK_TIMEOUT_MS = 2000;
@@ -24,19 +25,22 @@ const HEALTH = {
 
 /** Runs one trivial query, within {@link HEALTH_CHECK_TIMEOUT_MS}: `ok`, or why it failed. */
 async function checkDatabase(database: Database): Promise<string> {
+  // Known to be away: said at once, with what failed (the checks under way say when it is back).
+  if (database.health.state === 'down') return `failed: unavailable (${database.health.reason})`;
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
       sql`select 1`.execute(database.db),
       new Promise<never>((_, reject) => {
         timer = setTimeout(
-          () => reject(new Error(`no answer within ${HEALTH_CHECK_TIMEOUT_MS} ms`)),
+          () => reject(new DatabaseTimeoutError(`no answer within ${HEALTH_CHECK_TIMEOUT_MS} ms`)),
           HEALTH_CHECK_TIMEOUT_MS,
         );
       }),
     ]);
     return 'ok';
   } catch (error) {
+    database.health.report(error);
     return `failed: ${(error as Error).message}`;
   } finally {
     clearTimeout(timer);

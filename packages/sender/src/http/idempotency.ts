@@ -3,6 +3,7 @@ import { canonicalJson } from '@payhook/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/database.js';
+import { isDatabaseUnavailable } from '../db/health.js';
 import type { Schema } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 
@@ -132,16 +133,20 @@ export function idempotency(app: FastifyInstance, database: Database): void {
       .where('business_id', '=', businessId)
       .where('mode', '=', mode)
       .where('key', '=', key);
-    if (reply.statusCode >= 500) {
-      await db
-        .deleteFrom('idempotency_keys')
-        .where('business_id', '=', businessId)
-        .where('mode', '=', mode)
-        .where('key', '=', key)
-        .execute();
-    } else {
-      await where.set({ response_status: reply.statusCode, response_body: String(payload) }).execute();
-    }
+    // The answer goes out even when this write cannot be made (the database away: the 503 being
+    // sent): the key then stays claimed until it counts as abandoned, and a retry takes it over.
+    const write =
+      reply.statusCode >= 500
+        ? db
+            .deleteFrom('idempotency_keys')
+            .where('business_id', '=', businessId)
+            .where('mode', '=', mode)
+            .where('key', '=', key)
+            .execute()
+        : where.set({ response_status: reply.statusCode, response_body: String(payload) }).execute();
+    await write.catch((error: unknown) => {
+      if (!isDatabaseUnavailable(error)) throw error;
+    });
     return payload;
   });
 }

@@ -4,6 +4,7 @@ import { isKnownEventName, KNOWN_EVENTS } from '@payhook/core';
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import type { Database } from '../db/database.js';
+import { isConnectionLost } from '../db/health.js';
 import { ApiError } from '../errors.js';
 import { cliDestination, recordListenerAttempts } from '../listen/record.js';
 import { eventTail, type TailedEvent } from '../listen/tail.js';
@@ -268,7 +269,9 @@ export const listenRoutes: FastifyPluginAsync<{ database: Database }> = async (a
           try {
             events = await tail.next(PAGE);
           } catch (error) {
-            request.log.warn({ err: error, listenerId }, 'listen: reading events failed; trying again');
+            // An outage is logged once by the database's health; the stream waits it out.
+            if (!isConnectionLost(error))
+              request.log.warn({ err: error, listenerId }, 'listen: reading events failed; trying again');
             events = [];
           }
           for (const event of events) {
@@ -302,6 +305,10 @@ export const listenRoutes: FastifyPluginAsync<{ database: Database }> = async (a
             wake = undefined;
           }
         }
+      } catch (error) {
+        // Signing needs the business's secrets: with the database away, the stream ends and the
+        // listener resumes after its last event (Last-Event-ID) once it is back.
+        if (!isConnectionLost(error)) request.log.warn({ err: error, listenerId }, 'listen: stream ended');
       } finally {
         clearInterval(keepalive);
         open.delete(raw);

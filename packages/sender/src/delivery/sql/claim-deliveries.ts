@@ -34,10 +34,24 @@ export interface PacedUrl {
   room?: number;
 }
 
+const OWNER = /^[0-9a-f]{8}$/;
+
+/** A fresh claim token, beginning with `owner` when given. */
+function claimToken(owner: string | undefined) {
+  if (owner === undefined) return sql`gen_random_uuid()`;
+  if (!OWNER.test(owner)) throw new TypeError(`Invalid claim owner: ${owner} (8 lower-case hex digits).`);
+  return sql`overlay(gen_random_uuid()::text placing ${owner} from 1 for 8)::uuid`;
+}
+
 /** What {@link claimDeliveries} takes. */
 export interface ClaimOptions {
   /** The claim's clock: rows due at or before it are taken. */
   now: Date;
+  /**
+   * Eight hex digits that begin every token this worker's claims make, so that it can find the
+   * claims it made and never heard back of (see `releaseOrphanedClaims`). Default: none (random).
+   */
+  owner?: string;
   leaseMs: number;
   /** Due rows read at most (in due order): the bound of the claim's walk. */
   limit: number;
@@ -103,6 +117,7 @@ export async function claimDeliveries(
 ): Promise<ClaimResult> {
   const { now, leaseMs, limit, skipIds = [], maxPerUrl, urlLimits, paced = [], share } = options;
   const leaseEnd = new Date(now.getTime() + leaseMs);
+  const token = claimToken(options.owner);
   const filters = sql`${dueFilter(now, share)}
     ${skipIds.length > 0 ? sql`and id <> all(${skipIds}::uuid[])` : sql``}`;
   const perUrl = Math.min(maxPerUrl ?? limit, limit);
@@ -127,7 +142,7 @@ export async function claimDeliveries(
           for update skip locked
         )
         update deliveries d
-        set claim_token = gen_random_uuid(), next_attempt_at = ${leaseEnd}
+        set claim_token = ${token}, next_attempt_at = ${leaseEnd}
         from due, events e
         where d.id = due.id and e.id = d.event_id
         returning ${CLAIMED}`.execute(db)
@@ -159,7 +174,7 @@ export async function claimDeliveries(
         ),
         claimed as (
           update deliveries d
-          set claim_token = gen_random_uuid(), next_attempt_at = ${leaseEnd}
+          set claim_token = ${token}, next_attempt_at = ${leaseEnd}
           from locked l, events e
           where d.id = l.id and l.n <= l.room and e.id = d.event_id
           returning ${CLAIMED}

@@ -1,0 +1,68 @@
+import type { Database } from '../db/database.js';
+import type { Resolver } from '../net/webhook-url.js';
+import type { AttemptFeed } from './feed.js';
+import type { DeliveryClient } from './http-client.js';
+import type { WorkerLogger } from './logger.js';
+import type { MembershipOptions } from './membership.js';
+import type { DeliveryMetrics } from './metrics.js';
+
+/** Options of `createDeliveryWorker` (`./worker.ts`). */
+export interface DeliveryWorkerOptions {
+  database: Database;
+  /** Sends the attempts (default: `createDeliveryClient` with `resolve` and `allowPrivate`). */
+  client?: DeliveryClient;
+  /** Resolves webhook host names, for the default client (injectable for tests). */
+  resolve?: Resolver;
+  /** Development switch: deliver to private addresses too (the default client's option). */
+  allowPrivate?: boolean;
+  /** Attempts in flight at once, over every URL (default 32). */
+  concurrency?: number;
+  /** Attempts in flight at once to one URL, so one slow receiver cannot starve the others (default 4). */
+  perUrlConcurrency?: number;
+  /** How long a claim holds a delivery; past it another worker takes it over (default 60 s). */
+  leaseMs?: number;
+  /** How often to look for due retries when nothing wakes the worker (default 1 s). */
+  pollIntervalMs?: number;
+  /** How long `stop()` waits for attempts in flight before releasing them (default 10 s). */
+  shutdownGraceMs?: number;
+  /** The clock (injectable: a test runs 48 hours in milliseconds). */
+  now?: () => Date;
+  /** The random source of the retry jitter, in [0, 1). */
+  random?: () => number;
+  metrics?: DeliveryMetrics;
+  logger?: WorkerLogger;
+  /**
+   * The heartbeat among the workers on one database, once started (default every 2 s, gone after
+   * 10 s unheard): each URL is sent to by one of them, so its limit holds across instances.
+   */
+  membership?: Pick<MembershipOptions, 'heartbeatMs' | 'expireMs'>;
+  /** Where each recorded attempt is published (the dashboard's live view, `payhook serve`'s lines). */
+  feed?: AttemptFeed;
+}
+
+/** The delivery worker of one sender instance. */
+export interface DeliveryWorker {
+  /** Listens for new events and polls for due retries until `stop()`; a worker starts once. */
+  start(): Promise<void>;
+  /** Looks for due deliveries now (new events wake it by themselves). */
+  wake(): void;
+  /**
+   * Claims and attempts every delivery due now, and waits until none is due and none is in flight.
+   * Returns the number of attempts made. For tests and tools that drive the clock themselves.
+   */
+  runDue(): Promise<number>;
+  /**
+   * Stops claiming, lets attempts in flight finish within the grace period, releases the rest.
+   * A second call returns the first one's promise.
+   */
+  stop(): Promise<void>;
+}
+
+/** `value`, checked to be a positive integer, or `fallback` when not given. */
+export function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1) {
+    throw new TypeError(`Invalid ${name}: ${value} (a positive integer).`);
+  }
+  return value;
+}
