@@ -41,6 +41,11 @@ export interface SenderConfig {
    * half a second past it is cut). Not used by PGlite.
    */
   databaseTimeouts: { acquireTimeoutMs: number; statementTimeoutMs: number };
+  /**
+   * Whether delivery attempts carry the W3C `traceparent` of their span (`PAYHOOK_TRACEPARENT=1`;
+   * default off, since receivers see it). Needs an OpenTelemetry SDK registered by the application.
+   */
+  traceparent: boolean;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -69,7 +74,8 @@ function logLevel(raw: string | undefined): string {
  * flight finish before releasing them), `PAYHOOK_MAINTENANCE_INTERVAL_SECONDS` (10, 0 to turn off:
  * how often PGlite's tables are checked for a vacuum), `PAYHOOK_DB_ACQUIRE_TIMEOUT_MS` (2000) and
  * `PAYHOOK_DB_STATEMENT_TIMEOUT_MS` (2500: how long a request waits on PostgreSQL before it is
- * answered 503). A bad value is a `ConfigError` naming the variable.
+ * answered 503) and `PAYHOOK_TRACEPARENT` (`1` to send each attempt's trace context to the
+ * receiver). A bad value is a `ConfigError` naming the variable.
  *
  * @example
  * ```ts
@@ -104,6 +110,10 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
   if (allow !== undefined && allow !== '' && allow !== '0' && allow !== '1') {
     throw new ConfigError(`PAYHOOK_ALLOW_PRIVATE_WEBHOOKS must be 1 or 0, not ${JSON.stringify(allow)}.`);
   }
+  const traceparent = env.PAYHOOK_TRACEPARENT;
+  if (traceparent !== undefined && traceparent !== '' && traceparent !== '0' && traceparent !== '1') {
+    throw new ConfigError(`PAYHOOK_TRACEPARENT must be 1 or 0, not ${JSON.stringify(traceparent)}.`);
+  }
   return {
     port: int('PORT', 8080, 0, 65535),
     host: env.HOST || '127.0.0.1',
@@ -121,5 +131,6 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
       acquireTimeoutMs: int('PAYHOOK_DB_ACQUIRE_TIMEOUT_MS', 2000, 100, 600_000),
       statementTimeoutMs: int('PAYHOOK_DB_STATEMENT_TIMEOUT_MS', 2500, 100, 3_600_000),
     },
+    traceparent: traceparent === '1',
   };
 }

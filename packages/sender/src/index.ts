@@ -12,9 +12,11 @@ export { createAttemptFeed } from './delivery/feed.js';
 export type { DeliveryClient, DeliveryClientOptions, DeliveryRequest } from './delivery/http-client.js';
 export { createDeliveryClient } from './delivery/http-client.js';
 export type { WorkerLogger } from './delivery/logger.js';
-export type { DeliveryMetrics } from './delivery/metrics.js';
-export { createDeliveryMetrics } from './delivery/metrics.js';
+export type { AttemptOutcomeLabel, DeliveryMetrics } from './delivery/metrics.js';
+export { ATTEMPT_OUTCOMES, createDeliveryMetrics, outcomeLabel } from './delivery/metrics.js';
 export { signedPayload, writeEvent } from './delivery/outbox.js';
+export type { RetryAfter } from './delivery/retry-after.js';
+export { parseHttpDate, parseRetryAfter, retryAfterTime } from './delivery/retry-after.js';
 export type { FailedAttempt } from './delivery/schedule.js';
 export {
   DELIVERY_WINDOW_MS,

@@ -86,6 +86,7 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       logger: app.log,
       ...(options.resolve ? { resolve: options.resolve } : {}),
       shutdownGraceMs: config.shutdownGraceSeconds * 1000,
+      traceparent: config.traceparent,
       ...options.worker,
       database,
       metrics,

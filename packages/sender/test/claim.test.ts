@@ -73,6 +73,20 @@ describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage
     expect(new Set(claims.map((c) => c.token)).size).toBe(10);
   });
 
+  it("returns each row's event creation time, in either form of the statement", async () => {
+    const { created_at } = await database.db
+      .selectFrom('events')
+      .select('created_at')
+      .where('payload', '=', '{"e":1}')
+      .executeTakeFirstOrThrow();
+    // The plain claim, then the one with per-URL limits (a statement of its own).
+    for (const claims of [await claimed({ now, limit: 3 }), await claimed({ now, limit: 8, maxPerUrl: 2 })]) {
+      expect(claims.length).toBeGreaterThan(0);
+      for (const c of claims)
+        expect(new Date(c.event_created_at).getTime()).toBe(new Date(created_at).getTime());
+    }
+  });
+
   it('leaves out the deliveries it is told to skip', async () => {
     const first = (await claimed({ now, limit: 2 })).map((c) => c.id);
     const next = await claimed({ now, limit: 2, skipIds: first });

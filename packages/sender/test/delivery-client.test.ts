@@ -83,6 +83,29 @@ describe('createDeliveryClient: responses', () => {
   });
 });
 
+describe("createDeliveryClient: a receiver's Retry-After", () => {
+  it.each([
+    [503, '120', { seconds: 120 }],
+    [429, 'Wed, 21 Oct 2026 07:28:00 GMT', { date: new Date('2026-10-21T07:28:00.000Z') }],
+    [503, 'in a while', null],
+    [503, '-5', null],
+    // Only 429 and 503 say when to come back.
+    [500, '120', null],
+    [301, '120', null],
+  ])('on %i, keeps %j as %o', async (status, header, expected) => {
+    const target = await startServer(answer(status, '', { 'retry-after': header, location: '/x' }));
+    const outcome = await clientWith().send({ url: target.url, body });
+    expect(outcome).toMatchObject({ ok: false, statusCode: status, retryAfter: expected });
+    if (expected) expect(outcome.error?.message).toContain('Retry-After: ');
+    else expect(outcome.error?.message).not.toContain('Retry-After');
+  });
+
+  it('keeps none from a 200', async () => {
+    const target = await startServer(answer(200, '', { 'retry-after': '120' }));
+    expect(await clientWith().send({ url: target.url, body })).toMatchObject({ ok: true, retryAfter: null });
+  });
+});
+
 describe('createDeliveryClient: the request', () => {
   it('POSTs the body byte-exact as application/json with the extra headers', async () => {
     const target = await startServer(answer(200));
@@ -263,6 +286,13 @@ describe('createDeliveryClient: failures', () => {
     const outcome = await clientWith({ resolve }).send({ url: `http://flaky.test:${target.port}/`, body });
     expect(outcome).toMatchObject({ ok: false, error: { code: 'unresolvable_host' } });
     expect(target.connections).toBe(0);
+  });
+
+  it('reports tls_error when the server does not speak TLS on an https URL', async () => {
+    const plain = await startServer(answer(200));
+    const outcome = await clientWith().send({ url: `https://127.0.0.1:${plain.port}/`, body });
+    expect(outcome).toMatchObject({ ok: false, statusCode: null, error: { code: 'tls_error' } });
+    expect(outcome.error?.message).toMatch(/^TLS with 127\.0\.0\.1:\d+ failed: /);
   });
 
   it('never throws, even after close', async () => {

@@ -9,6 +9,7 @@ import {
   startLoopbackReceiver,
 } from '../../../test/support/loopback-receiver.js';
 import {
+  ATTEMPT_OUTCOMES,
   buildApp,
   createDeliveryClient,
   createDeliveryMetrics,
@@ -201,6 +202,40 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
     ]);
   });
 
+  it("honours a receiver's Retry-After on 503 and 429: no earlier than asked, never past the deadline", async () => {
+    const clock = manualClock();
+    const busy = await receiver({ status: 503, headers: { 'retry-after': '120' } });
+    const limited = await receiver({ status: 429, headers: { 'retry-after': String(72 * 3600) } });
+    const broken = await receiver({ status: 500, headers: { 'retry-after': '120' } });
+    await register(busy.url, limited.url, broken.url);
+    const payment = await createSession();
+    const w = worker({ now: clock.now, random: () => 0.5 });
+    const first = clock.now().getTime();
+    expect(await w.runDue()).toBe(3);
+    const rows = await deliveriesOf(payment);
+    const rowOf = (url: string) => rows.find((r) => r.url === url);
+    const due = (url: string) => new Date(rowOf(url)?.next_attempt_at as Date).getTime();
+    const [answered] = await attemptsOf(rowOf(busy.url)?.id as string);
+    // 120 s after the answer came (the attempt's start plus its latency, on the worker's clock),
+    // not the schedule's 5 s; the attempt's message says what the receiver asked.
+    expect(new Date(answered?.started_at as Date).getTime()).toBe(first);
+    expect(due(busy.url)).toBe(first + (answered?.latency_ms as number) + 120_000);
+    expect(answered).toMatchObject({ status_code: 503, error_code: 'unexpected_status' });
+    expect(answered?.error_message).toContain('(Retry-After: 120 s)');
+    // 72 hours asked: the last attempt is at the deadline, 48 hours after the first.
+    expect(due(limited.url)).toBe(first + 48 * 3600_000);
+    // A 500's Retry-After is not read: the schedule's 5 s (jitter factor 1).
+    expect(due(broken.url)).toBe(first + 5000);
+
+    clock.advance(119_000);
+    expect(await w.runDue()).toBe(1);
+    expect([busy.received.length, broken.received.length]).toEqual([1, 2]);
+    clock.set(new Date(due(busy.url)));
+    expect(await w.runDue()).toBe(1);
+    expect(busy.received.map((r) => r.headers['payhook-attempt'])).toEqual(['1', '2']);
+    expect(limited.received).toHaveLength(1);
+  });
+
   it('says why a receiver refuses: a 401 invalid_checksum names the business id, once a minute per URL', async () => {
     const refusing = await receiver({
       status: 401,
@@ -363,7 +398,16 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
             text,
           )?.[1] ?? 0,
         );
-      return { text, delivered: value('delivered'), failed: value('unexpected_status') };
+      const count = (name: string) => Number(new RegExp(`^${name}_count (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+      const all = [...text.matchAll(/^payhook_delivery_attempts_total\{outcome="[^"]+"\} (\d+)$/gm)];
+      return {
+        text,
+        attempts: all.reduce((sum, m) => sum + Number(m[1]), 0),
+        delivered: value('delivered'),
+        failed: value('http_5xx'),
+        toAttempt: count('payhook_delivery_event_to_attempt_seconds'),
+        toDelivered: count('payhook_delivery_event_to_delivered_seconds'),
+      };
     };
     const before = await scrape();
     const ok = await receiver(200);
@@ -375,6 +419,16 @@ describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout
     const after = await scrape();
     expect(after.delivered - before.delivered).toBe(2);
     expect(after.failed - before.failed).toBe(2);
+    // From each event's creation: to every attempt's start (an earlier test's attempts, cut by
+    // its worker's stop, may be counted meanwhile), and to each delivery's 200.
+    expect(after.toAttempt - before.toAttempt).toBe(after.attempts - before.attempts);
+    expect(after.attempts - before.attempts).toBeGreaterThanOrEqual(4);
+    expect(after.toDelivered - before.toDelivered).toBe(2);
+    // The outcome label is one of a fixed set, each series there from the start.
+    const outcomes = [...after.text.matchAll(/^payhook_delivery_attempts_total\{outcome="([^"]+)"\}/gm)];
+    expect(outcomes.map((m) => m[1]).sort()).toEqual([...ATTEMPT_OUTCOMES].sort());
+    expect(after.text).toMatch(/^payhook_delivery_attempts_total\{outcome="tls"\} 0$/m);
+    expect(after.text).toMatch(/^payhook_delivery_event_to_delivered_seconds_bucket\{le="172800"\} \d+$/m);
     expect(after.text).toMatch(/^payhook_deliveries_pending 2$/m);
     expect(after.text).toMatch(/^payhook_oldest_due_delivery_age_seconds \d/m);
     expect(after.text).toContain('payhook_delivery_attempt_duration_seconds_bucket');

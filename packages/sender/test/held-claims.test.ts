@@ -12,6 +12,7 @@ const claimOf = (id: number, url: string): Claim => ({
   payload: '{}',
   business_id: 'b',
   mode: 'test',
+  event_created_at: new Date(0),
 });
 
 describe('HeldClaims', () => {

@@ -1,3 +1,4 @@
+import { describeRetryAfter, type RetryAfter } from './retry-after.js';
 import { RefusedLookupError } from './vetted-lookup.js';
 
 /** Why an attempt failed: the URL checks' codes, then the transport's and the response's. */
@@ -10,6 +11,7 @@ export type AttemptErrorCode =
   | 'connect_timeout'
   | 'timeout'
   | 'connection_refused'
+  | 'tls_error'
   | 'network_error'
   | 'redirect'
   | 'unexpected_status';
@@ -29,6 +31,11 @@ export interface AttemptOutcome {
   responseBody: string | null;
   /** Why the attempt failed; `null` if and only if `ok`. */
   error: { code: AttemptErrorCode; message: string } | null;
+  /**
+   * The receiver's `Retry-After`, on a 429 or 503 answer that gave a readable one (`retry-after.ts`):
+   * the next attempt is no earlier. Absent or `null` otherwise.
+   */
+  retryAfter?: RetryAfter | null;
 }
 
 /** Success is 200 exactly (the spec); redirects are reported, never followed. */
@@ -36,6 +43,7 @@ export function judgeStatus(
   host: string,
   statusCode: number,
   location: string | string[] | undefined,
+  retryAfter: RetryAfter | null = null,
 ): Pick<AttemptOutcome, 'ok' | 'error'> {
   if (statusCode === 200) return { ok: true, error: null };
   if (statusCode >= 300 && statusCode < 400) {
@@ -52,10 +60,17 @@ export function judgeStatus(
     ok: false,
     error: {
       code: 'unexpected_status',
-      message: `${host} answered ${statusCode}; only 200 acknowledges a webhook.`,
+      message: `${host} answered ${statusCode}${retryAfter ? ` (${describeRetryAfter(retryAfter)})` : ''}; only 200 acknowledges a webhook.`,
     },
   };
 }
+
+/**
+ * Node's and OpenSSL's codes of a failed TLS handshake: a certificate that does not verify (expired,
+ * self-signed, another host's) or a server that does not speak TLS on that port.
+ */
+const TLS_CODES =
+  /^(?:ERR_SSL_|ERR_TLS_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|HOSTNAME_MISMATCH$|EPROTO$)/;
 
 /** Maps a transport error from undici or Node to a stable code and a message saying what happened. */
 export function describeError(
@@ -91,6 +106,12 @@ export function describeError(
         message: `${context.host} refused the connection (nothing listens on that port).`,
       };
     default:
+      if (code && TLS_CODES.test(code)) {
+        return {
+          code: 'tls_error',
+          message: `TLS with ${context.host} failed: ${code}: ${err.message ?? String(error)}`,
+        };
+      }
       return {
         code: 'network_error',
         message: `Request to ${context.host} failed: ${code ? `${code}: ` : ''}${err.message ?? String(error)}`,

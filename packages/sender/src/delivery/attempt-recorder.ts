@@ -4,6 +4,7 @@ import type { AttemptOutcome } from './attempt-outcome.js';
 import { type AttemptRecord, type Claim, recordAttemptsStatement } from './delivery-state.js';
 import { type AttemptFeed, eventTypeOf } from './feed.js';
 import type { WorkerLogger } from './logger.js';
+import { retryAfterTime } from './retry-after.js';
 import { nextAttemptAt } from './schedule.js';
 
 /** How long an attempt's outcome waits for others to be recorded with it, in ms. */
@@ -115,9 +116,13 @@ export function createAttemptRecorder(
     const rows = batch.map(({ claim, startedAt, outcome }): AttemptRecord => {
       const attempts = claim.attempts + 1;
       const first = claim.first_attempt_at ?? startedAt;
+      // A receiver's Retry-After counts from its answer: the attempt's start plus its latency.
+      const notBefore = outcome.retryAfter
+        ? retryAfterTime(outcome.retryAfter, new Date(startedAt.getTime() + outcome.latencyMs))
+        : null;
       const next = outcome.ok
         ? null
-        : nextAttemptAt({ attempts, firstAttemptAt: first, lastAttemptAt: startedAt }, random);
+        : nextAttemptAt({ attempts, firstAttemptAt: first, lastAttemptAt: startedAt, notBefore }, random);
       const status = outcome.ok ? 'delivered' : next === null ? 'failed' : 'pending';
       return { claim, attempts, first, next, status, startedAt, outcome };
     });

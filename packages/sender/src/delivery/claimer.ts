@@ -3,6 +3,7 @@ import type { Database } from '../db/database.js';
 import { type Claim, claimDeliveries, otherUrlsDue, releaseOrphanedClaims } from './delivery-state.js';
 import type { HeldClaims } from './held-claims.js';
 import type { UrlShare } from './membership.js';
+import { traceClaim } from './tracing.js';
 
 /** Claims in a row, per pass, that may read nothing but backlogs to pace (see the worker's `fill`). */
 export const PACING_CLAIMS = 8;
@@ -102,18 +103,24 @@ export function createClaimer(options: ClaimerOptions) {
       const paced = pace ? filter.paced : [];
       if (!pace) for (const { url } of filter.paced) if (!rooms.has(url)) rooms.set(url, 0);
       const share = shareOf();
-      const result = await database.delivery((db) =>
-        claimDeliveries(db, {
-          now: at,
-          owner,
-          leaseMs,
-          limit,
-          skipIds,
-          maxPerUrl: held.urlCapacity,
-          urlLimits: rooms,
-          paced,
-          share,
-        }),
+      const result = await traceClaim(
+        limit,
+        () =>
+          database.delivery((db) =>
+            claimDeliveries(db, {
+              now: at,
+              owner,
+              leaseMs,
+              limit,
+              skipIds,
+              maxPerUrl: held.urlCapacity,
+              urlLimits: rooms,
+              paced,
+              share,
+            }),
+          ),
+        (r) => r.claims,
+        (r) => [...r.paced.values()].reduce((sum, p) => sum + p.rows, 0),
       );
       held.pacedUntil(paced, result.paced);
       let read = 0;

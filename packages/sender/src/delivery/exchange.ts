@@ -4,6 +4,8 @@ import type { Agent, Dispatcher } from 'undici';
 export interface ResponseState {
   statusCode: number | null;
   location: string | string[] | undefined;
+  /** The `Retry-After` header, as received. */
+  retryAfter?: string | string[] | undefined;
   /** The first chunks of the body, up to just past the limit. */
   chunks: Buffer[];
   size: number;
@@ -57,6 +59,7 @@ export function exchange(
         if (statusCode < 200) return;
         response.statusCode = statusCode;
         response.location = headers.location;
+        response.retryAfter = headers['retry-after'];
       },
       onResponseData(controller, chunk) {
         if (capped) return;

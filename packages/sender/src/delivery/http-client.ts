@@ -7,6 +7,7 @@ import { classifyAddress } from '../net/public-address.js';
 import { checkWebhookUrl, type Resolver, systemResolver, type WebhookUrlCheck } from '../net/webhook-url.js';
 import { type AttemptOutcome, describeError, judgeStatus } from './attempt-outcome.js';
 import { decodeCapped, exchange, type ResponseState } from './exchange.js';
+import { parseRetryAfter, RETRY_AFTER_STATUSES } from './retry-after.js';
 import { createVettedLookup } from './vetted-lookup.js';
 
 export type { AttemptErrorCode, AttemptOutcome } from './attempt-outcome.js';
@@ -189,10 +190,12 @@ export function createDeliveryClient(options: DeliveryClientOptions = {}): Deliv
         },
       );
       const statusCode = response.statusCode as number;
+      const retryAfter = RETRY_AFTER_STATUSES.has(statusCode) ? parseRetryAfter(response.retryAfter) : null;
       const outcome = finish({
         statusCode,
         responseBody: decodeCapped(response.chunks, maxResponseBytes),
-        ...judgeStatus(host, statusCode, response.location),
+        ...judgeStatus(host, statusCode, response.location, retryAfter),
+        retryAfter,
       });
       if (complete) {
         // undici hands a kept-alive socket back to its pool one event-loop turn after the response

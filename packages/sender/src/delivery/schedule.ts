@@ -35,12 +35,19 @@ export interface FailedAttempt {
   firstAttemptAt: Date;
   /** When the attempt that just failed started. */
   lastAttemptAt: Date;
+  /**
+   * The earliest time the receiver asked for (its `Retry-After` on a 429 or 503): the next
+   * attempt is no earlier, yet never past the deadline.
+   */
+  notBefore?: Date | null;
 }
 
 /**
  * When to try again after a failed attempt, or `null` when the window is over (the delivery has
  * failed for good). Never later than the deadline, 48 hours after the first attempt; once the
- * scheduled delays are spent, the last attempt is at the deadline itself.
+ * scheduled delays are spent, the last attempt is at the deadline itself. With `notBefore` (the
+ * receiver's Retry-After), the later of the two times, capped at the deadline: a receiver that
+ * asks for more than the window left gets its last attempt at the deadline.
  *
  * @param random - a source of numbers in [0, 1) (default `Math.random`); tests inject their own.
  *
@@ -49,6 +56,9 @@ export interface FailedAttempt {
  * const first = new Date('2026-01-01T00:00:00Z');
  * nextAttemptAt({ attempts: 1, firstAttemptAt: first, lastAttemptAt: first }, () => 0.5);
  * // 2026-01-01T00:00:05.000Z: 5 s, jitter factor 1
+ * const notBefore = new Date('2026-01-01T00:02:00Z'); // a 503 with Retry-After: 120
+ * nextAttemptAt({ attempts: 1, firstAttemptAt: first, lastAttemptAt: first, notBefore }, () => 0.5);
+ * // 2026-01-01T00:02:00.000Z
  * ```
  */
 export function nextAttemptAt(attempt: FailedAttempt, random: () => number = Math.random): Date | null {
@@ -58,7 +68,9 @@ export function nextAttemptAt(attempt: FailedAttempt, random: () => number = Mat
   const delay = RETRY_DELAYS_MS[attempt.attempts - 1];
   if (delay === undefined) return new Date(deadline);
   const factor = 1 - JITTER + 2 * JITTER * random();
-  return new Date(Math.min(last + Math.round(delay * factor), deadline));
+  const scheduled = last + Math.round(delay * factor);
+  const asked = attempt.notBefore?.getTime() ?? Number.NaN;
+  return new Date(Math.min(Number.isNaN(asked) ? scheduled : Math.max(scheduled, asked), deadline));
 }
 
 /**

@@ -38,6 +38,12 @@ export interface DeliveryWorkerOptions {
   membership?: Pick<MembershipOptions, 'heartbeatMs' | 'expireMs'>;
   /** Where each recorded attempt is published (the dashboard's live view, `payhook serve`'s lines). */
   feed?: AttemptFeed;
+  /**
+   * Sends each attempt's trace context to the receiver (`traceparent`, `tracestate`), injected by
+   * the global OpenTelemetry propagator from the attempt's span (default false: receivers see it;
+   * nothing is sent until an SDK is registered). `PAYHOOK_TRACEPARENT=1` turns it on in the service.
+   */
+  traceparent?: boolean;
 }
 
 /** The delivery worker of one sender instance. */

@@ -8,8 +8,10 @@ import { HeldClaims } from './held-claims.js';
 import { createDeliveryClient } from './http-client.js';
 import { logFailure, silentLogger } from './logger.js';
 import { joinDeliveryInstances, type Membership, slotsOf } from './membership.js';
+import { observeAttempt } from './metrics.js';
 import { createRefusalHints, refusalHint } from './refusal-hint.js';
 import { serialPasses } from './serial-passes.js';
+import { beginAttemptSpan } from './tracing.js';
 import { type DeliveryWorker, type DeliveryWorkerOptions, positive } from './worker-options.js';
 
 export type { WorkerLogger } from './logger.js';
@@ -58,6 +60,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const now = options.now ?? (() => new Date());
   const random = options.random ?? Math.random;
   const log = options.logger ?? silentLogger;
+  const traceparent = options.traceparent ?? false;
   const ownClient = options.client === undefined;
   const client =
     options.client ?? createDeliveryClient({ resolve: options.resolve, allowPrivate: options.allowPrivate });
@@ -137,12 +140,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       claim.event_id,
       claim.payload,
     );
+    const span = beginAttemptSpan(claim, traceparent);
     const startedAt = now();
     const t0 = performance.now();
     const outcome = await client.send({
       url: claim.url,
       body: claim.payload,
       headers: {
+        ...span.headers,
         ...signature,
         // For the receiver's logs only: not signed, never trusted for security.
         'payhook-event-id': claim.event_id,
@@ -150,6 +155,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         'payhook-attempt': String(claim.attempts + 1),
       },
     });
+    span.end(outcome);
     const hint = outcome.ok ? undefined : refusalHint(outcome, claim.business_id);
     if (hint && hintDue(claim.url, hint)) {
       log.warn(
@@ -157,9 +163,15 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         `${claim.url}: ${hint}`,
       );
     }
-    const label = outcome.ok ? 'delivered' : (outcome.error?.code ?? 'failed');
-    metrics?.attempts.inc({ outcome: label });
-    metrics?.attemptDuration.observe({ outcome: label }, (performance.now() - t0) / 1000);
+    if (metrics) {
+      const durationSeconds = (performance.now() - t0) / 1000;
+      observeAttempt(metrics, {
+        eventCreatedAt: claim.event_created_at,
+        startedAt,
+        outcome,
+        durationSeconds,
+      });
+    }
     return { startedAt, outcome };
   }
 

@@ -22,6 +22,7 @@ import { inspectionError, inspectJson } from './json-body.js';
 import { listenRoutes } from './listen.js';
 import { OPENAPI_OPTIONS, tagRoutes } from './openapi.js';
 import { paymentRoutes } from './payments.js';
+import { traceRequests } from './request-spans.js';
 import { sessionRoutes } from './sessions.js';
 import { settingsRoutes } from './settings.js';
 import { signingSecretRoutes } from './signing-secrets.js';
@@ -185,6 +186,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       .code(404)
       .send(new ApiError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`).toJSON());
   });
+  // First, so that the refusals of the hook below (401, 503) have their spans too.
+  traceRequests(app);
   app.addHook('onRequest', async (request) => {
     if (/%00/.test(request.url)) throw nulInRequest();
     const path = request.url.split('?')[0] as string;
