@@ -88,6 +88,16 @@ export {
 export { errorResult, toPayhookError } from './receiver/framework-error.js';
 export type { Logger } from './receiver/logger.js';
 export { silentLogger, stderrLogger } from './receiver/logger.js';
+export type {
+  DeadLetteredEvent,
+  HandledRun,
+  ReceivedOutcome,
+  ReceiverMetrics,
+  ReceiverStats,
+  RefusalReason,
+  RetriedRun,
+} from './receiver/metrics.js';
+export { REFUSAL_REASONS } from './receiver/metrics.js';
 export type { NodeRequestMapping } from './receiver/node-request.js';
 export { createNodeRequest } from './receiver/node-request.js';
 export type { BodyStream } from './receiver/read-body.js';
@@ -99,6 +109,7 @@ export {
 } from './receiver/read-body.js';
 export type { RetryOptions } from './receiver/retry.js';
 export { DEFAULT_RETRY, retryDelay } from './receiver/retry.js';
+export type { TracerLike, TracingOption } from './receiver/tracing.js';
 export type {
   DeadLetter,
   ErrorInfo,

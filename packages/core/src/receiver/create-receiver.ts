@@ -46,6 +46,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     maxQueuedEvents,
     maxQueuedBytes,
     logger,
+    hooks,
+    tracing,
     instanceId,
   } = resolveReceiverOptions(options);
 
@@ -77,13 +79,14 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     reportError,
     maxQueuedEvents,
     maxQueuedBytes,
+    hooks,
+    tracing,
   });
   const { recover } = work;
-  const duplicate = (): ReceiverResult => ({
-    status: 200,
-    body: { received: true, duplicate: true },
-    headers: {},
-  });
+  const duplicate = (): ReceiverResult => {
+    hooks.duplicate();
+    return { status: 200, body: { received: true, duplicate: true }, headers: {} };
+  };
   const shuttingDown = () =>
     refuse(new PayhookError('shutting_down', 'The receiver is shutting down; send the event again.'), {
       'retry-after': '5',
@@ -98,11 +101,10 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       { 'retry-after': '5' },
     );
 
-  const refuse = (error: PayhookError, headers: Record<string, string> = {}): ReceiverResult => ({
-    status: error.status,
-    body: error.toJSON() as unknown as Record<string, unknown>,
-    headers,
-  });
+  const refuse = (error: PayhookError, headers: Record<string, string> = {}): ReceiverResult => {
+    hooks.refused(error.code, error.status);
+    return { status: error.status, body: error.toJSON() as unknown as Record<string, unknown>, headers };
+  };
 
   /** Refuses a request that failed authentication (signature or checksum), with a warning. */
   const refuseEvent = (error: PayhookError, clientIp: string | undefined): ReceiverResult => {
@@ -315,7 +317,10 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         logger.debug({ key, state: claim.state }, 'payhook: duplicate delivery acknowledged');
         return duplicate();
       }
-      work.decide(key, 'claimed', { key, payload: verified.payload, businessId: verified.businessId });
+      // The trace headers go with the work: its handlers run after the response.
+      const trace = tracing?.capture(request.headers);
+      work.decide(key, 'claimed', { key, payload: verified.payload, businessId: verified.businessId, trace });
+      hooks.accepted();
       return {
         status: 200,
         body: { received: true },
@@ -362,6 +367,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     },
 
     recover,
+    stats: work.stats,
 
     async idle() {
       await work.idle();
@@ -375,5 +381,14 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       if (!options.store) await store.close?.();
     },
   };
+  if (hooks.requestsObserved) {
+    // A request that makes handle() reject (a bug; the adapter answers 500) is counted as well.
+    const handle = receiver.handle;
+    receiver.handle = (request) =>
+      handle(request).catch((error: unknown) => {
+        hooks.refused('internal_error', 500);
+        throw error;
+      });
+  }
   return receiver;
 }

@@ -3,6 +3,7 @@ import { PayhookError } from '../errors.js';
 import type { ParseEventResult } from '../events/parse-event.js';
 import type { PayhookEvent, UnknownEvent } from '../events/types.js';
 import { createDeadlines, type Deadline } from './deadlines.js';
+import type { TraceCarrier } from './tracing.js';
 import type { DeadLetter, EventHandler, HandlerContext, UnrecognizedEvent } from './types.js';
 
 /** An accepted event on its way to the handlers. */
@@ -10,6 +11,8 @@ export interface Job {
   key: string;
   payload: SignedPayload;
   businessId: string;
+  /** The request's trace headers, when it had any and tracing is on (none after a recovery). */
+  trace?: TraceCarrier | undefined;
 }
 
 /** The handlers a receiver registered, read at dispatch time. */

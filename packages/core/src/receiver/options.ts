@@ -3,9 +3,11 @@ import { createIpAllowList, type IpAllowList } from '../ip.js';
 import { DEFAULT_MAX_DEPTH } from '../lexical-canonical-json.js';
 import { createMemoryStore } from '../store/memory-store.js';
 import { stderrLogger } from './logger.js';
+import { createMetricHooks, resolveMetrics } from './metrics.js';
 import { resolveMaxDrainBytes } from './read-body.js';
 import { resolveRetry } from './retry.js';
 import { createSignatureCheck } from './signature-check.js';
+import { resolveTracing } from './tracing.js';
 import type { ReceiverOptions } from './types.js';
 
 const DEFAULT_MAX_BODY = 1024 * 1024;
@@ -69,6 +71,8 @@ export function resolveReceiverOptions(options: ReceiverOptions) {
   const maxQueuedEvents = positive('maxQueuedEvents', options.maxQueuedEvents, DEFAULT_MAX_QUEUED_EVENTS);
   const maxQueuedBytes = positive('maxQueuedBytes', options.maxQueuedBytes, DEFAULT_MAX_QUEUED_BYTES);
   const logger = options.logger ?? stderrLogger;
+  const hooks = createMetricHooks(resolveMetrics(options.metrics), logger);
+  const tracing = resolveTracing(options.tracing, logger);
   const instanceId = options.instanceId ?? randomUUID();
   return {
     businessIds,
@@ -88,6 +92,8 @@ export function resolveReceiverOptions(options: ReceiverOptions) {
     maxQueuedEvents,
     maxQueuedBytes,
     logger,
+    hooks,
+    tracing,
     instanceId,
   };
 }

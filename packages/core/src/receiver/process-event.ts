@@ -4,7 +4,10 @@ import type { IdempotencyStore } from '../store/types.js';
 import { createHandlerRunner, type HandlerRegistry, type Job } from './handler-run.js';
 import type { Lease, Leases } from './leases.js';
 import { type Logger, silentLogger, stderrLogger } from './logger.js';
+import type { MetricHooks } from './metrics.js';
+import { observeRuns } from './observe-run.js';
 import { type RetryOptions, retryDelay } from './retry.js';
+import type { Tracing } from './tracing.js';
 import type { DeadLetter, ErrorInfo } from './types.js';
 
 /** What processing an event needs from its receiver. */
@@ -18,6 +21,10 @@ export interface ProcessEventOptions {
   registry: HandlerRegistry;
   leases: Leases;
   reportError(error: unknown, info: ErrorInfo): void;
+  /** The metrics hook, guarded. */
+  hooks: MetricHooks;
+  /** Spans around handler runs, unless tracing is off. */
+  tracing: Tracing | undefined;
   /**
    * Called once the store knows the outcome, before the dead-letter callbacks: from then on a new
    * delivery of the key may be claimed again (a redelivery of a failed event is a second chance,
@@ -32,8 +39,14 @@ export interface ProcessEventOptions {
  * with its error), then the dead-letter callbacks.
  */
 export function createEventProcessor(options: ProcessEventOptions) {
-  const { store, instanceId, leaseMs, retry, logger, registry, leases, reportError, onRecorded } = options;
-  const attempt = createHandlerRunner(registry, options.handlerTimeoutMs);
+  const { store, instanceId, leaseMs, retry, logger, registry, leases, reportError, onRecorded, hooks } =
+    options;
+  const attempt = observeRuns(
+    createHandlerRunner(registry, options.handlerTimeoutMs),
+    hooks,
+    options.tracing,
+    retry.attempts,
+  );
   // Debug lines cost an object per event: built only for a logger that may print them.
   const debug = logger !== silentLogger && logger !== stderrLogger;
 
@@ -134,7 +147,11 @@ export function createEventProcessor(options: ProcessEventOptions) {
         } catch (error) {
           lastError = error;
           reportError(error, { key: job.key, attempt: n, phase: 'handler' });
-          if (n < retry.attempts && !lease.lost) await sleep(retryDelay(n, retry));
+          if (n < retry.attempts && !lease.lost) {
+            const delayMs = retryDelay(n, retry);
+            hooks.retried({ event: job.payload.event, nextAttempt: n + 1, delayMs });
+            await sleep(delayMs);
+          }
         }
       }
       if (lastError === undefined) {
@@ -154,6 +171,7 @@ export function createEventProcessor(options: ProcessEventOptions) {
       attempts,
     };
     logger.warn({ key: job.key, event: job.payload.event, attempts }, 'payhook: event dead-lettered');
+    hooks.deadLettered({ event: job.payload.event, attempts });
     for (const handler of registry.deadLetter) {
       try {
         await handler(letter);

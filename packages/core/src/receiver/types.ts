@@ -2,7 +2,9 @@ import type { Canonicalization } from '../checksum.js';
 import type { KnownEventMap, KnownEventName, PayhookEvent, UnknownEvent } from '../events/types.js';
 import type { IdempotencyStore } from '../store/types.js';
 import type { Logger } from './logger.js';
+import type { ReceiverMetrics, ReceiverStats } from './metrics.js';
 import type { RetryOptions } from './retry.js';
+import type { TracingOption } from './tracing.js';
 
 /** Options of {@link createReceiver}; validated at creation (a TypeError names the bad value). */
 export interface ReceiverOptions {
@@ -72,6 +74,18 @@ export interface ReceiverOptions {
    * event acknowledged but not handled is never silent; pass `silentLogger` to print nothing.
    */
   logger?: Logger;
+  /**
+   * Callbacks that count what the receiver does, for prom-client, OpenTelemetry metrics or StatsD:
+   * `onReceived` (each request's outcome), `onHandled` (each run of an event's handlers),
+   * `onRetry`, `onDeadLetter`. One that throws is logged once and never breaks a request.
+   */
+  metrics?: ReceiverMetrics;
+  /**
+   * OpenTelemetry spans around handler runs, children of the request's `traceparent`. Default: on
+   * when `@opentelemetry/api` is installed (a no-op until an SDK is registered); `false` turns it
+   * off; `{ tracer }` uses that tracer.
+   */
+  tracing?: TracingOption;
   /** Token of this instance in the store (default: a random UUID). */
   instanceId?: string;
 }
@@ -217,6 +231,16 @@ export interface Receiver {
   replay(key: string): Promise<ReplayResult>;
   /** Claims and processes events whose owner died; returns how many. Runs at start and on a timer. */
   recover(): Promise<number>;
+  /**
+   * The work this instance holds, counted now: for gauges read when a collector scrapes (the
+   * queue's depth is `queued`).
+   *
+   * @example
+   * ```ts
+   * new Gauge({ name: 'payhook_queued_events', help: 'Events waiting for a worker', collect() { this.set(receiver.stats().queued); } });
+   * ```
+   */
+  stats(): ReceiverStats;
   /** Resolves when nothing is being claimed, queued or running (call `afterResponse` first). */
   idle(): Promise<void>;
   /**

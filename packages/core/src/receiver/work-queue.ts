@@ -2,8 +2,10 @@ import type { IdempotencyStore } from '../store/types.js';
 import type { HandlerRegistry, Job } from './handler-run.js';
 import { createLeases } from './leases.js';
 import type { Logger } from './logger.js';
+import type { MetricHooks, ReceiverStats } from './metrics.js';
 import { createEventProcessor } from './process-event.js';
 import type { RetryOptions } from './retry.js';
+import type { Tracing } from './tracing.js';
 import type { ErrorInfo } from './types.js';
 
 export type { HandlerRegistry, Job } from './handler-run.js';
@@ -24,6 +26,8 @@ export interface WorkQueueOptions {
   maxQueuedEvents: number;
   /** Most body bytes held at once, over the same events. */
   maxQueuedBytes: number;
+  hooks: MetricHooks;
+  tracing: Tracing | undefined;
 }
 
 /**
@@ -276,7 +280,21 @@ export function createWorkQueue(options: WorkQueueOptions) {
     }
   }
 
-  return { admit, decide, start, enqueue, recover, idle, close };
+  /** The gauges of `receiver.stats()`: counted when asked (a scrape), not kept on every change. */
+  const stats = (): ReceiverStats => {
+    const counts = { claiming: 0, accepted: 0, queued: 0, running: 0 };
+    for (const entry of entries.values()) counts[entry.state]++;
+    return {
+      held: entries.size,
+      heldBytes,
+      ...counts,
+      maxQueuedEvents,
+      maxQueuedBytes,
+      concurrency,
+    };
+  };
+
+  return { admit, decide, start, enqueue, recover, idle, close, stats };
 }
 
 /** The work queue of a receiver. */
