@@ -91,6 +91,44 @@ describe.each(['express-receiver', 'koa-receiver', 'fastify-receiver'])('example
   });
 });
 
+describe('examples/prometheus-metrics', () => {
+  it('counts requests by outcome and handler runs by event, and serves them on /metrics', async () => {
+    const port = await freePort();
+    const businessId = 'c0ffee00-1234-4abc-8def-0123456789ab';
+    const { output } = start('prometheus-metrics', {
+      PORT: String(port),
+      BUSINESS_ID: businessId,
+      ALLOWED_IPS: '127.0.0.1,::1',
+    });
+    await until(() => output().includes('receiver on'), 'prometheus-metrics to listen');
+    const event = createTestEvent('payment.session.succeeded', businessId);
+    const forged = { ...event, checksum: 'ab'.repeat(32) };
+    const post = (body: unknown) =>
+      fetch(`http://127.0.0.1:${port}/webhooks`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    expect([(await post(event)).status, (await post(event)).status, (await post(forged)).status]).toEqual([
+      200, 200, 401,
+    ]);
+    await until(() => output().includes(`payment=${event.data.id}`), 'the handler log line');
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await res.text();
+    const lines = text.split('\n');
+    expect(lines).toContain('payhook_receiver_requests_total{outcome="accepted",reason=""} 1');
+    expect(lines).toContain('payhook_receiver_requests_total{outcome="duplicate",reason=""} 1');
+    expect(lines).toContain('payhook_receiver_requests_total{outcome="refused",reason="invalid_checksum"} 1');
+    expect(lines).toContain('payhook_receiver_requests_total{outcome="refused",reason="queue_full"} 0');
+    expect(lines).toContain(
+      'payhook_receiver_handler_duration_seconds_count{event="payment.session.succeeded",result="ok"} 1',
+    );
+    expect(lines).toContain('payhook_receiver_events{state="queued"} 0');
+    expect(text).toMatch(/^payhook_receiver_held_bytes \d+$/m);
+  });
+});
+
 describe('examples/demo', () => {
   it('exits 0 with every event handled exactly once', async () => {
     const child = spawn(process.execPath, ['examples/demo/index.mjs'], {

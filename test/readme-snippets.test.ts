@@ -25,6 +25,7 @@ const PATHS: Record<string, string> = {
   fastify: 'packages/fastify/node_modules/fastify/fastify.d.ts',
   ioredis: 'node_modules/ioredis/built/index.d.ts',
   vitest: 'node_modules/vitest/dist/index.d.ts',
+  'prom-client': 'examples/prometheus-metrics/node_modules/prom-client/index.d.ts',
   // The tracing example registers an SDK: the sender's own (dev) dependencies.
   '@opentelemetry/api': 'packages/sender/node_modules/@opentelemetry/api/build/src/index.d.ts',
   '@opentelemetry/core': 'packages/sender/node_modules/@opentelemetry/core/build/src/index.d.ts',
