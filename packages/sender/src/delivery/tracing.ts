@@ -54,6 +54,29 @@ export function redactUrl(url: string): string {
   return parsed.href;
 }
 
+/**
+ * The URL attributes of each URL attempted lately: parsed once, not twice at every attempt
+ * (attempts go to few URLs, and cost that whether or not an SDK records the span).
+ */
+const urlAttributeCache = new Map<string, Attributes>();
+
+/** `url.full` (redacted), `server.address` and `server.port` of a webhook URL. */
+function urlAttributes(url: string): Attributes {
+  let attributes = urlAttributeCache.get(url);
+  if (attributes) return attributes;
+  attributes = { 'url.full': redactUrl(url) };
+  try {
+    const parsed = new URL(url);
+    attributes['server.address'] = parsed.hostname.replace(/^\[|\]$/g, '');
+    attributes['server.port'] = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
+  } catch {
+    // An unparsable URL fails the attempt at its check: the span says so at its end.
+  }
+  if (urlAttributeCache.size >= 1024) urlAttributeCache.clear();
+  urlAttributeCache.set(url, attributes);
+  return attributes;
+}
+
 /** The claim span each claimed delivery came from: its attempt span links to it. */
 const claimSpans = new WeakMap<Claim, SpanContext>();
 
@@ -121,18 +144,11 @@ export interface AttemptSpan {
 export function beginAttemptSpan(claim: Claim, traceparent: boolean): AttemptSpan {
   const attributes: Attributes = {
     'http.request.method': 'POST',
-    'url.full': redactUrl(claim.url),
+    ...urlAttributes(claim.url),
     'payhook.attempt': claim.attempts + 1,
     'payhook.delivery.id': claim.id,
     'payhook.event.id': claim.event_id,
   };
-  try {
-    const url = new URL(claim.url);
-    attributes['server.address'] = url.hostname.replace(/^\[|\]$/g, '');
-    attributes['server.port'] = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
-  } catch {
-    // An unparsable URL fails the attempt at its check: the span says so at its end.
-  }
   if (claim.attempts > 0) attributes['http.request.resend_count'] = claim.attempts;
   const claimed = claimSpans.get(claim);
   const links: Link[] = claimed ? [{ context: claimed }] : [];
