@@ -1,0 +1,319 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FaultProxy, startProxy } from '../../../test/support/fault-proxy.js';
+import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
+import { sessionRequest } from './fixtures/requests.js';
+import { type ScratchPostgres, startScratchPostgres } from './fixtures/scratch-postgres.js';
+import { type SenderProcess, spawnSender } from './fixtures/sender-process.js';
+
+// The sender on a bad database day: one built `dist/main.js` process on a PostgreSQL cluster of
+// the test's own (reached through a TCP proxy of the test's own), four clients creating payment
+// sessions without pause, and the database crashed, stopped, cut, frozen and partitioned in turn.
+// After each fault the process is the same one, every answer was a 201 or a 503
+// `database_unavailable` with `Retry-After` within 5 s, and every session acknowledged with a 201
+// has its `payment.session.created` event delivered. A `GET /listen` stream open across all the
+// faults (resuming with Last-Event-ID when it ends) gets every one of those events too.
+
+const KEY = 'sk_test_database_faults';
+const BIZ = 'biz-database-faults';
+const CLIENTS = 4;
+/** The longest an answer may take, the database away or not. */
+const ANSWER_WITHIN_MS = 5000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until `check()` holds, polling; fails naming `what` after `timeoutMs` (a hang guard only). */
+async function until(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await sleep(50);
+  }
+}
+
+interface Answer {
+  /** 0 when no answer came (a reset, a refused connection, the client's own 20 s limit). */
+  status: number;
+  code?: string;
+  retryAfter?: string | null;
+  ms: number;
+  /** When the answer came (ms since the epoch). */
+  at: number;
+  error?: string;
+  /** The session created, on a 201. */
+  id?: string;
+}
+
+/** The ids of the sessions whose `payment.session.created` event reached `receiver`. */
+function createdDelivered(receiver: LoopbackReceiver): Set<string> {
+  const ids = new Set<string>();
+  for (const r of receiver.received) {
+    const body = JSON.parse(r.body) as { event: string; data: { id: string } };
+    if (body.event === 'payment.session.created') ids.add(body.data.id);
+  }
+  return ids;
+}
+
+/** A `GET /listen` client that resumes after its last event whenever the stream ends. */
+function followListen(base: string): { ids: Set<string>; stop(): void } {
+  const ids = new Set<string>();
+  const controller = new AbortController();
+  let last: string | undefined;
+  void (async () => {
+    while (!controller.signal.aborted) {
+      try {
+        const res = await fetch(`${base}/listen?events=payment.session.created`, {
+          headers: { authorization: `Bearer ${KEY}`, ...(last ? { 'last-event-id': last } : {}) },
+          signal: controller.signal,
+        });
+        if (res.status !== 200 || !res.body) {
+          await res.body?.cancel();
+          await sleep(250);
+          continue;
+        }
+        let text = '';
+        for await (const chunk of res.body.pipeThrough(new TextDecoderStream())) {
+          text += chunk;
+          let end = text.indexOf('\n\n');
+          while (end >= 0) {
+            const message = text.slice(0, end);
+            text = text.slice(end + 2);
+            end = text.indexOf('\n\n');
+            if (!/^event: webhook$/m.test(message)) continue;
+            const data = JSON.parse(/^data: (.*)$/m.exec(message)?.[1] ?? '{}') as { body: string };
+            last = /^id: (.*)$/m.exec(message)?.[1] ?? last;
+            ids.add((JSON.parse(data.body) as { data: { id: string } }).data.id);
+          }
+        }
+      } catch {
+        await sleep(250);
+      }
+    }
+  })();
+  return { ids, stop: () => controller.abort() };
+}
+
+describe('the sender when its PostgreSQL fails', { timeout: 300_000 }, () => {
+  let postgres: ScratchPostgres;
+  let proxy: FaultProxy;
+  let receiver: LoopbackReceiver;
+  let sender: SenderProcess;
+  let pid: number | undefined;
+  let listen: { ids: Set<string>; stop(): void };
+  const created = new Set<string>();
+
+  beforeAll(async () => {
+    postgres = await startScratchPostgres();
+    proxy = await startProxy({ host: '127.0.0.1', port: postgres.port });
+    receiver = await startLoopbackReceiver();
+    sender = await spawnSender(
+      {
+        DATABASE_URL: `postgres://postgres@127.0.0.1:${proxy.port}/postgres`,
+        PAYHOOK_API_KEYS: `${KEY}:${BIZ}:test`,
+        PAYHOOK_ALLOW_PRIVATE_WEBHOOKS: '1',
+      },
+      KEY,
+    );
+    pid = sender.child.pid;
+    const settings = await sender.call('PATCH', '/accounts/settings', {
+      require_mfa: false,
+      webhook_urls: [receiver.url],
+    });
+    expect(settings.status).toBe(200);
+    listen = followListen(sender.base);
+  }, 120_000);
+
+  afterAll(async () => {
+    if (process.env.FAULTS_LOG)
+      (await import('node:fs')).writeFileSync(process.env.FAULTS_LOG, sender.output());
+    listen?.stop();
+    await sender?.stop('SIGTERM');
+    await receiver?.close();
+    await proxy?.close();
+    await postgres?.destroy();
+  });
+
+  /** Four clients create sessions without pause (a 503 waits 50 ms) until `stopped()`. */
+  async function clients(answers: Answer[], stopped: () => boolean): Promise<void> {
+    let n = 0;
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async () => {
+        while (!stopped()) {
+          const started = Date.now();
+          try {
+            const res = await fetch(`${sender.base}/payment-sessions`, {
+              method: 'POST',
+              headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+              body: JSON.stringify({ ...sessionRequest, reference: `fault-${Date.now()}-${n++}` }),
+              signal: AbortSignal.timeout(20_000),
+            });
+            const body = (await res.json()) as {
+              data?: { payment: { id: string } };
+              error?: { code: string };
+            };
+            const at = Date.now();
+            answers.push({
+              status: res.status,
+              ms: at - started,
+              at,
+              retryAfter: res.headers.get('retry-after'),
+              ...(body.error ? { code: body.error.code } : {}),
+              ...(body.data ? { id: body.data.payment.id } : {}),
+            });
+            if (body.data) created.add(body.data.payment.id);
+            if (res.status === 503) await sleep(50);
+          } catch (error) {
+            const at = Date.now();
+            const cause = (error as { cause?: { code?: string } }).cause?.code;
+            answers.push({ status: 0, ms: at - started, at, error: cause ?? String(error) });
+            await sleep(50);
+          }
+        }
+      }),
+    );
+  }
+
+  /**
+   * Runs `fault` under load; once it has put the database back, waits for a session created
+   * after that, then checks the promises and returns the answers.
+   */
+  async function underLoad(fault: () => Promise<void>): Promise<Answer[]> {
+    const answers: Answer[] = [];
+    const logBefore = sender.output().length;
+    let stopped = false;
+    const load = clients(answers, () => stopped);
+    await sleep(1000);
+    await fault();
+    const back = Date.now();
+    try {
+      await until(
+        'a session is created after the database is back',
+        () => answers.some((a) => a.status === 201 && a.at > back),
+        30_000,
+      );
+      await sleep(500);
+    } finally {
+      stopped = true;
+      await load;
+    }
+
+    // The same process, still up.
+    expect(sender.child.exitCode).toBeNull();
+    expect(sender.child.pid).toBe(pid);
+    // Every answer is a 201 or a documented 503, and none waited as long as the outage.
+    const wrong = answers.filter(
+      (a) =>
+        !(
+          a.status === 201 ||
+          (a.status === 503 && a.code === 'database_unavailable' && Number(a.retryAfter) >= 1)
+        ),
+    );
+    expect(wrong).toEqual([]);
+    expect(answers.filter((a) => a.ms >= ANSWER_WITHIN_MS)).toEqual([]);
+    // Said once when it went, once when it came back: never a line per request.
+    const log = sender.output().slice(logBefore);
+    expect((log.match(/database unavailable/g) ?? []).length).toBeLessThanOrEqual(1);
+    expect((log.match(/request failed/g) ?? []).length).toBe(0);
+    // Every session acknowledged is delivered, by itself, once the database is back.
+    const acknowledged = answers.filter((a) => a.status === 201).map((a) => a.id as string);
+    await until(
+      `every acknowledged session's created event is delivered (${acknowledged.length})`,
+      () => {
+        const delivered = createdDelivered(receiver);
+        return acknowledged.every((id) => delivered.has(id));
+      },
+      60_000,
+    );
+    return answers;
+  }
+
+  it('survives a crash and restart of PostgreSQL', async () => {
+    await underLoad(() => postgres.crashRestart());
+  });
+
+  it('answers 503 while PostgreSQL is stopped, and goes on when it starts', async () => {
+    const answers = await underLoad(async () => {
+      await postgres.stop();
+      await sleep(6000);
+      await postgres.start();
+    });
+    expect(answers.filter((a) => a.status === 503).length).toBeGreaterThan(0);
+    expect(sender.output()).toMatch(/database is back/);
+  });
+
+  it('survives every one of its backends terminated', async () => {
+    await underLoad(async () => {
+      expect(await postgres.terminateClients()).toBeGreaterThan(0);
+    });
+  });
+
+  it('answers 503 within 5 s while PostgreSQL is frozen (no answer, no reset)', async () => {
+    const answers = await underLoad(async () => {
+      postgres.freeze();
+      await sleep(8000);
+      postgres.thaw();
+    });
+    expect(answers.filter((a) => a.status === 503).length).toBeGreaterThan(0);
+  });
+
+  it('survives its connections dropped by a proxy in between', async () => {
+    await underLoad(async () => {
+      proxy.drop();
+      await sleep(3000);
+      proxy.restore();
+    });
+  });
+
+  it('answers 503 within 5 s through a partition (connections open, nothing passes)', async () => {
+    const answers = await underLoad(async () => {
+      proxy.blackhole();
+      await sleep(6000);
+      proxy.restore();
+    });
+    expect(answers.filter((a) => a.status === 503).length).toBeGreaterThan(0);
+  });
+
+  it('keeps /healthz, the dashboard and /metrics answering while the database is away', async () => {
+    postgres.freeze();
+    try {
+      // The first request finds it away (within the timeouts); from then on it is said at once.
+      let health = await fetch(`${sender.base}/healthz`, { signal: AbortSignal.timeout(10_000) });
+      const away = async () => health.status === 503 && /unavailable/.test(await health.clone().text());
+      for (let i = 0; i < 20 && !(await away()); i++) {
+        await sleep(500);
+        health = await fetch(`${sender.base}/healthz`, { signal: AbortSignal.timeout(10_000) });
+      }
+      expect(health.status).toBe(503);
+      const report = (await health.json()) as { checks: { database: string } };
+      expect(report.checks.database).toMatch(/^failed: unavailable/);
+      const page = await fetch(`${sender.base}/dashboard/events`, {
+        redirect: 'manual',
+        signal: AbortSignal.timeout(10_000),
+      });
+      expect(page.status).toBe(503);
+      expect(page.headers.get('content-type')).toMatch(/text\/html/);
+      expect(await page.text()).toMatch(/database is unavailable/);
+      const metrics = await fetch(`${sender.base}/metrics`, { signal: AbortSignal.timeout(10_000) });
+      expect(metrics.status).toBe(200);
+      expect(await metrics.text()).toMatch(/^payhook_database_up 0$/m);
+    } finally {
+      postgres.thaw();
+    }
+    await until(
+      'the sender sees the database back',
+      () => /database is back/.test(sender.output().split('database unavailable').at(-1) ?? ''),
+      30_000,
+    );
+    expect((await fetch(`${sender.base}/healthz`)).status).toBe(200);
+  });
+
+  it('delivered every acknowledged session, and the listen stream got every one of them', async () => {
+    expect(created.size).toBeGreaterThan(0);
+    await until(
+      'the listen stream has every acknowledged session',
+      () => [...created].every((id) => listen.ids.has(id)),
+      60_000,
+    );
+    const delivered = createdDelivered(receiver);
+    expect([...created].filter((id) => !delivered.has(id))).toEqual([]);
+  });
+});
