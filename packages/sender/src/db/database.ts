@@ -12,6 +12,7 @@ import {
   kyselyPool,
   listenOnPostgres,
   type PostgresTimeouts,
+  PREPARE,
   probe,
 } from './postgres.js';
 import type { Schema } from './schema.js';
@@ -90,7 +91,7 @@ export const WORKER_PLANNER = {
 } as const;
 
 /** {@link WORKER_PLANNER} for the rest of the current transaction only (PGlite's one session). */
-const SET_WORKER_PLANNER_LOCALLY = sql`select ${sql.join(
+const SET_WORKER_PLANNER_LOCALLY = sql`${sql.raw(PREPARE)}select ${sql.join(
   Object.entries(WORKER_PLANNER).map(([name, value]) => sql`set_config(${name}, ${value}, true)`),
 )}`;
 

@@ -1,7 +1,7 @@
-import type { PGlite } from '@electric-sql/pglite';
+import { type PGlite, parse, protocol, type Results } from '@electric-sql/pglite';
 import type { DatabaseConnection, Driver, QueryResult } from 'kysely';
 import {
-  CompiledQuery,
+  type CompiledQuery,
   type Dialect,
   type Kysely,
   PostgresAdapter,
@@ -9,10 +9,29 @@ import {
   PostgresQueryCompiler,
 } from 'kysely';
 
+/** The marker of statements run as named prepared statements (`PREPARE` in ./postgres.ts). */
+const PREPARED_MARK = '/* payhook:prepare */ ';
+/** Past this many texts, marked statements run unnamed: a bound on what the session keeps. */
+const MAX_PREPARED = 32;
+
+/** Protocol messages sent as one buffer: one call into PGlite rather than one each. */
+function concat(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
 /**
  * A Kysely dialect over PGlite. PGlite is one connection: the driver hands it to one user at a
  * time (a transaction holds it until it commits), so concurrent requests queue instead of
- * interleaving their statements in one session.
+ * interleaving their statements in one session. Statements marked with `PREPARE` run as named
+ * prepared statements (parsed and planned once per text, where `PGlite.query` plans every run:
+ * most of a large statement's time), and each statement or transaction control is one call into
+ * PGlite's protocol, not the five or six `query` makes (docs/decisions.md, "PGlite keeps up").
  */
 export function pgliteDialect(db: PGlite): Dialect {
   return {
@@ -26,11 +45,23 @@ export function pgliteDialect(db: PGlite): Dialect {
 class PGliteDriver implements Driver {
   private tail: Promise<void> = Promise.resolve();
   private readonly connection: DatabaseConnection;
+  /**
+   * A `begin` not sent yet: it goes with the transaction's first statement, in the same call
+   * (a transaction of one statement and its commit is two calls into PGlite, not three).
+   */
+  private beginPending = false;
+  /** The named statements of this session: their names and parameter types, by text. */
+  private readonly prepared = new Map<string, { name: string; types: number[] }>();
 
   constructor(private readonly db: PGlite) {
     this.connection = {
       executeQuery: async <R>(query: CompiledQuery): Promise<QueryResult<R>> => {
-        const result = await this.db.query<R>(query.sql, query.parameters as unknown[]);
+        const parameters = query.parameters as unknown[];
+        const result =
+          query.sql.startsWith(PREPARED_MARK) &&
+          (this.prepared.has(query.sql) || this.prepared.size < MAX_PREPARED)
+            ? await this.runPrepared<R>(query.sql, parameters)
+            : await this.runUnnamed<R>(query.sql, parameters);
         const affected = result.affectedRows ?? 0;
         return {
           rows: result.rows,
@@ -58,16 +89,77 @@ class PGliteDriver implements Driver {
 
   private readonly releases: (() => void)[] = [];
 
-  async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin'));
+  /** A statement with `PGlite.query`, after the `begin` still pending. */
+  private async runUnnamed<R>(text: string, parameters: unknown[]): Promise<Results<R>> {
+    if (this.beginPending) await this.control('begin');
+    return this.db.query<R>(text, parameters);
   }
 
-  async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('commit'));
+  /** A statement of the session as one simple query: one call into PGlite. */
+  private async control(text: 'begin' | 'commit' | 'rollback'): Promise<void> {
+    if (text === 'begin') this.beginPending = false;
+    await this.db.runExclusive(() =>
+      this.db.execProtocol(protocol.serialize.query(text), { syncToFs: false }),
+    );
   }
 
-  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'));
+  /** Runs `text` as a named prepared statement: prepared on its first run, then bound and run. */
+  private runPrepared<R>(text: string, parameters: readonly unknown[]): Promise<Results<R>> {
+    const { serialize } = protocol;
+    return this.db.runExclusive(async () => {
+      let statement = this.prepared.get(text);
+      if (statement === undefined) {
+        const name = `payhook_${this.prepared.size + 1}`;
+        const { messages } = await this.db.execProtocol(
+          concat(
+            serialize.parse({ name, text, types: [] }),
+            serialize.describe({ type: 'S', name }),
+            serialize.sync(),
+          ),
+          { syncToFs: false },
+        );
+        const description = messages.find((m) => m.name === 'parameterDescription') as
+          | { dataTypeIDs: number[] }
+          | undefined;
+        statement = { name, types: description?.dataTypeIDs ?? [] };
+        this.prepared.set(text, statement);
+      }
+      const { types } = statement;
+      const values = parameters.map((value, i) => {
+        if (value === null || value === undefined) return null;
+        const serializer = this.db.serializers[types[i] as number];
+        return serializer ? serializer(value) : String(value);
+      });
+      const begin = this.beginPending ? serialize.query('begin') : new Uint8Array();
+      this.beginPending = false;
+      const { messages } = await this.db.execProtocol(
+        concat(
+          begin,
+          serialize.bind({ statement: statement.name, values }),
+          serialize.describe({ type: 'P' }),
+          serialize.execute({}),
+          serialize.sync(),
+        ),
+        { syncToFs: false },
+      );
+      // The begin's own answers (its command, ready for query) come first: the statement's last.
+      return parse.parseResults(messages, this.db.parsers).at(-1) as Results<R>;
+    });
+  }
+
+  async beginTransaction(): Promise<void> {
+    this.beginPending = true;
+  }
+
+  async commitTransaction(): Promise<void> {
+    // A transaction that ran nothing has nothing to commit.
+    if (this.beginPending) this.beginPending = false;
+    else await this.control('commit');
+  }
+
+  async rollbackTransaction(): Promise<void> {
+    if (this.beginPending) this.beginPending = false;
+    else await this.control('rollback');
   }
 
   async releaseConnection(): Promise<void> {
