@@ -54,6 +54,17 @@ export interface VerifyFailure {
   error: PayhookError;
 }
 
+/**
+ * What `verifyChecksum` returns: `ok: true` with the verified event, or `ok: false` with the
+ * error to answer (never thrown).
+ *
+ * @example
+ * ```ts
+ * const result: VerifyResult = verifyChecksum({ rawBody }, { businessIds: [process.env.BUSINESS_ID!] });
+ * if (!result.ok) return res.status(result.error.status).json({ error: result.error.code });
+ * console.log(result.event, result.businessId);
+ * ```
+ */
 export type VerifyResult = VerifySuccess | VerifyFailure;
 
 /** The string the checksum is computed over: `event + "|" + canonical(data)`. */

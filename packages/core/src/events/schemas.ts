@@ -171,13 +171,38 @@ export const PaymentSchema = Type.Object(
   { ...open, title: 'Payment' },
 );
 
+/** A postal address ({@link AddressSchema}): `country` is ISO 3166-1 alpha-2, `line2` may be empty. */
 export type Address = Static<typeof AddressSchema>;
+/** The fields of a customer that a caller supplies, without an id ({@link CustomerInputSchema}). */
 export type CustomerInput = Static<typeof CustomerInputSchema>;
+/**
+ * A customer as the service returns it and as a payment carries it ({@link CustomerSchema}).
+ *
+ * @example
+ * ```ts
+ * receiver.on('payment.session.succeeded', (event) => {
+ *   const customer: Customer = event.data.customer;
+ *   console.log(customer.email, customer.billing_address.country);
+ * });
+ * ```
+ */
 export type Customer = Static<typeof CustomerSchema>;
+/** One item of a payment's order: `name` and `type` ({@link OrderItemSchema}). */
 export type OrderItem = Static<typeof OrderItemSchema>;
+/**
+ * A payment's metadata: the order it pays for ({@link MetadataSchema}).
+ *
+ * @example
+ * ```ts
+ * const { identifier, items }: Metadata['order'] = event.data.metadata.order;
+ * ```
+ */
 export type Metadata = Static<typeof MetadataSchema>;
+/** A card in a payment, `type: 'card'`: its masked number and expiry ({@link CardPaymentMethodSchema}). */
 export type CardPaymentMethod = Static<typeof CardPaymentMethodSchema>;
+/** The bank account a customer pays into, `type: 'bank_account'` ({@link BankAccountPaymentMethodSchema}). */
 export type BankAccountPaymentMethod = Static<typeof BankAccountPaymentMethodSchema>;
+/** A stablecoin deposit address, `type: 'crypto_address'` ({@link CryptoAddressPaymentMethodSchema}). */
 export type CryptoAddressPaymentMethod = Static<typeof CryptoAddressPaymentMethodSchema>;
 /** A payment method of another type; its fields are there, untyped. */
 export interface OtherPaymentMethod {
@@ -196,7 +221,16 @@ export type PaymentMethod =
   | null;
 /** The known payment method shapes. */
 export type KnownPaymentMethod = CardPaymentMethod | BankAccountPaymentMethod | CryptoAddressPaymentMethod;
+/**
+ * A payment's status: `pending`, `captured` (funds received), `settled` or `failed`.
+ *
+ * @example
+ * ```ts
+ * const done = (status: PaymentStatus) => status === 'settled' || status === 'failed';
+ * ```
+ */
 export type PaymentStatus = Static<typeof PaymentStatusSchema>;
+/** A currency the service collects: `NGN`, `USD` or `CAD`. */
 export type Currency = Static<typeof CurrencySchema>;
 /** A payment, as events carry it. */
 export type Payment = Omit<Static<typeof PaymentSchema>, 'payment_method'> & {

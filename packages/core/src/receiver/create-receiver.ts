@@ -10,6 +10,10 @@ import { checkRequestFields } from './request-fields.js';
 import type { ErrorInfo, EventHandler, Receiver, ReceiverOptions, ReceiverResult } from './types.js';
 import { createWorkQueue, type HandlerRegistry, type Job } from './work-queue.js';
 
+// Re-exported here, above createReceiver's doc comment rather than between it and the function:
+// a comment followed by a re-export documents the re-export, and the declarations lose it.
+export { DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_EVENTS } from './options.js';
+
 /**
  * Creates a receiver: the pipeline every adapter shares. It checks the client address, the
  * method, content type and size, verifies the checksum, records the event in the idempotency
@@ -25,8 +29,6 @@ import { createWorkQueue, type HandlerRegistry, type Job } from './work-queue.js
  * app.use('/webhooks', payhook(receiver)); // @payhook/express
  * ```
  */
-export { DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_EVENTS } from './options.js';
-
 export function createReceiver(options: ReceiverOptions): Receiver {
   const {
     businessIds,

@@ -11,8 +11,25 @@ import { resolveTracing } from './tracing.js';
 import type { ReceiverOptions } from './types.js';
 
 const DEFAULT_MAX_BODY = 1024 * 1024;
-/** Defaults of the bound on acknowledged-but-unfinished work (docs/decisions.md, "Back-pressure"). */
+/**
+ * The default `maxQueuedEvents`: how many acknowledged-but-unfinished events a receiver holds
+ * before it answers 503 `queue_full` (docs/decisions.md, "Back-pressure").
+ *
+ * @example
+ * ```ts
+ * createReceiver({ businessIds, allowedIps, maxQueuedEvents: 4 * DEFAULT_MAX_QUEUED_EVENTS });
+ * ```
+ */
 export const DEFAULT_MAX_QUEUED_EVENTS = 1000;
+/**
+ * The default `maxQueuedBytes` (16 MiB): the body bytes of acknowledged-but-unfinished events a
+ * receiver holds before it answers 503 `queue_full`; one event alone is always admitted.
+ *
+ * @example
+ * ```ts
+ * createReceiver({ businessIds, allowedIps, maxQueuedBytes: DEFAULT_MAX_QUEUED_BYTES / 4 });
+ * ```
+ */
 export const DEFAULT_MAX_QUEUED_BYTES = 16 * 1024 * 1024;
 
 function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {

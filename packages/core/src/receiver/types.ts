@@ -140,6 +140,18 @@ export interface HandlerContext {
   signal: AbortSignal;
 }
 
+/**
+ * A handler of events of type `E`, given the event and its {@link HandlerContext}. It runs after
+ * the 200, from the receiver's queue; a throw or a rejection fails the run, which is retried.
+ *
+ * @example
+ * ```ts
+ * const onSucceeded: EventHandler<PaymentSessionSucceededEvent> = async (event, { key, signal }) => {
+ *   await markOrderPaid(event.data.reference, { dedupeKey: key, signal });
+ * };
+ * receiver.on('payment.session.succeeded', onSucceeded);
+ * ```
+ */
 export type EventHandler<E> = (event: E, context: HandlerContext) => unknown;
 
 /** An authentic event that is unknown or fails validation. */
@@ -164,6 +176,16 @@ export interface ErrorInfo {
   phase: 'handler' | 'store' | 'request' | 'recovery' | 'callback';
 }
 
+/**
+ * What `receiver.replay(key)` did: `replayed` (the dead-lettered event ran again), `not_found`
+ * (the store holds no such key), or `not_failed` with the state the event is in.
+ *
+ * @example
+ * ```ts
+ * const result = await receiver.replay(letter.key);
+ * if (result.status !== 'replayed') console.warn(`not replayed: ${result.status}`);
+ * ```
+ */
 export type ReplayResult =
   | { status: 'replayed' }
   | { status: 'not_found' }

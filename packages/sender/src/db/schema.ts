@@ -142,7 +142,6 @@ export interface DeliveryInstancesTable {
   seen_at: Date;
 }
 
-/** The typed schema of the sender's database; migrations in `migrations.ts` create it. */
 /** A dashboard sign-in (migration 0011): the cookie and the key are stored by hash only. */
 export interface DashboardSessionsTable {
   id_hash: string;
@@ -154,6 +153,16 @@ export interface DashboardSessionsTable {
   expires_at: Date;
 }
 
+/**
+ * The typed schema of the sender's database, one table a key; migrations in `migrations.ts`
+ * create it.
+ *
+ * @example
+ * ```ts
+ * const database = await openDatabase({ dataDir: '.payhook/data' });
+ * const rows = await database.db.selectFrom('events').select(['id', 'type']).limit(10).execute();
+ * ```
+ */
 export interface Schema {
   api_keys: ApiKeysTable;
   account_settings: AccountSettingsTable;
