@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FaultProxy, startProxy } from '../../../test/support/fault-proxy.js';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
+import { signIn } from './fixtures/dashboard.js';
 import { sessionRequest } from './fixtures/requests.js';
 import { type ScratchPostgres, startScratchPostgres } from './fixtures/scratch-postgres.js';
 import { type SenderProcess, spawnSender } from './fixtures/sender-process.js';
@@ -11,7 +12,9 @@ import { type SenderProcess, spawnSender } from './fixtures/sender-process.js';
 // After each fault the process is the same one, every answer was a 201 or a 503
 // `database_unavailable` with `Retry-After` within 5 s, and every session acknowledged with a 201
 // has its `payment.session.created` event delivered. A `GET /listen` stream open across all the
-// faults (resuming with Last-Event-ID when it ends) gets every one of those events too.
+// faults (resuming with Last-Event-ID when it ends) gets every one of those events too, and the
+// dashboard's live view, opened before the first fault, stays open and shows the attempts of
+// sessions made after the last one.
 
 const KEY = 'sk_test_database_faults';
 const BIZ = 'biz-database-faults';
@@ -92,6 +95,38 @@ function followListen(base: string): { ids: Set<string>; stop(): void } {
   return { ids, stop: () => controller.abort() };
 }
 
+/** The dashboard's live view (`/dashboard/live`, signed in): the event ids of the attempts it shows. */
+function followLive(base: string, cookie: string): { ids: Set<string>; ended: () => boolean; stop(): void } {
+  const ids = new Set<string>();
+  const controller = new AbortController();
+  let ended = false;
+  void (async () => {
+    try {
+      const res = await fetch(`${base}/dashboard/live`, { headers: { cookie }, signal: controller.signal });
+      if (res.status !== 200 || !res.body) throw new Error(`live view: ${res.status}`);
+      let text = '';
+      for await (const chunk of res.body.pipeThrough(new TextDecoderStream())) {
+        text += chunk;
+        let end = text.indexOf('\n\n');
+        while (end >= 0) {
+          const message = text.slice(0, end);
+          text = text.slice(end + 2);
+          end = text.indexOf('\n\n');
+          if (!/^event: attempts$/m.test(message)) continue;
+          const data = JSON.parse(/^data: (.*)$/m.exec(message)?.[1] ?? '{}') as {
+            attempts: { event_id: string }[];
+          };
+          for (const a of data.attempts) ids.add(a.event_id);
+        }
+      }
+    } catch {
+      // aborted at the end, or refused: `ended` says so
+    }
+    ended = true;
+  })();
+  return { ids, ended: () => ended, stop: () => controller.abort() };
+}
+
 describe('the sender when its PostgreSQL fails', { timeout: 300_000 }, () => {
   let postgres: ScratchPostgres;
   let proxy: FaultProxy;
@@ -99,6 +134,7 @@ describe('the sender when its PostgreSQL fails', { timeout: 300_000 }, () => {
   let sender: SenderProcess;
   let pid: number | undefined;
   let listen: { ids: Set<string>; stop(): void };
+  let live: ReturnType<typeof followLive>;
   const created = new Set<string>();
 
   beforeAll(async () => {
@@ -120,9 +156,11 @@ describe('the sender when its PostgreSQL fails', { timeout: 300_000 }, () => {
     });
     expect(settings.status).toBe(200);
     listen = followListen(sender.base);
+    live = followLive(sender.base, await signIn(sender.base, KEY));
   }, 120_000);
 
   afterAll(async () => {
+    live?.stop();
     if (process.env.FAULTS_LOG)
       (await import('node:fs')).writeFileSync(process.env.FAULTS_LOG, sender.output());
     listen?.stop();
@@ -315,5 +353,17 @@ describe('the sender when its PostgreSQL fails', { timeout: 300_000 }, () => {
     );
     const delivered = createdDelivered(receiver);
     expect([...created].filter((id) => !delivered.has(id))).toEqual([]);
+  });
+
+  it('kept the dashboard live view open through every fault, showing attempts made after them', async () => {
+    expect(live.ended()).toBe(false);
+    const before = live.ids.size;
+    const made = await sender.call('POST', '/payment-sessions', {
+      ...sessionRequest,
+      reference: 'after-all-faults',
+    });
+    expect(made.status).toBe(201);
+    await until('the live view shows a new attempt', () => live.ids.size > before, 30_000);
+    expect(live.ended()).toBe(false);
   });
 });
