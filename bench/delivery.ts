@@ -1,3 +1,20 @@
+/**
+ * pnpm bench:delivery — deliveries per second of the sender's delivery worker, on PostgreSQL and on
+ * PGlite, side by side with a bare undici loop that posts the same bodies to the same receiver and
+ * records nothing (the limit), plain and with the worker's signed headers; then the p50 and p99
+ * of one claim of 32 with 10,000 and with 1,000,000 deliveries pending. Targets: the worker at
+ * least 0.5x the bare loop on PostgreSQL, and the claim at 1,000,000 pending at most 2x its time at
+ * 10,000.
+ *
+ * Method: BENCH_DELIVERIES deliveries (default 20,000; signed ~1 KB payloads) queued for one URL
+ * of the delivery benchmarks' node:http receiver in a child process (delivery-fixtures.ts), then
+ * `worker.runDue()` (`createDeliveryWorker`, 32 in flight, 32 per URL) until every one is
+ * delivered; after a warm-up of 2,000, the bare loops and the worker run twice each, in turn, and
+ * each side's faster run is its figure. CPU per delivery: this process, and on Linux the
+ * PostgreSQL server's processes (from /proc). The claims are timed inside rolled-back
+ * transactions (BENCH_CLAIMS of them, default 200), the pending rows added in bulk (PGlite: for at
+ * most BENCH_PGLITE_FILL_S seconds).
+ */
 import { performance } from 'node:perf_hooks';
 import { type Database, openDatabase } from '@payhook/sender';
 import { claimDeliveries } from '@payhook/sender/internal';
