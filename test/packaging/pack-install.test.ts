@@ -1,20 +1,105 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { generateSigningSecret } from '@payhook/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// The packages as a merchant installs them: packed like a release, installed with npm into an app
-// outside the workspace, then used from ESM and from CommonJS, and type-checked in both with
-// `skipLibCheck: false`, so that every declaration file a package ships is checked too.
+// The packages as a merchant installs them from a clone: `pnpm pack:all` (the README's install
+// section) packs them like a release, and npm installs the tarballs into apps outside the
+// workspace. One app is the README's line and its Express quickstart, sent a signed event over
+// loopback; the other has every package, used from ESM and from CommonJS, and type-checked in both
+// with `skipLibCheck: false`, so that every declaration file a package ships is checked too.
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
 const PACKAGES = ['core', 'express', 'koa', 'fastify', 'redis', 'sender', 'cli'];
 const tsc = join(root, 'node_modules/typescript/bin/tsc');
+const cli = join(root, 'packages/cli/dist/cli.js');
+// The clone's path as the README writes it.
+const README_CLONE = '/path/to/payhook';
+// Quiet, and from npm's cache where it can. A lookup of @payhook/* in a registry would fail: the
+// scope points at a closed port, so a passing install took every @payhook package from a tarball.
+const NPM_FLAGS = [
+  '--no-audit',
+  '--no-fund',
+  '--prefer-offline',
+  '--loglevel=error',
+  '--@payhook:registry=http://127.0.0.1:9/',
+];
+
+/** The README's Express quickstart as a runnable file: the settings from the environment. */
+const QUICKSTART_APP = `import express from 'express';
+import { createReceiver } from '@payhook/core';
+import { payhook } from '@payhook/express';
+
+const { BUSINESS_ID, WEBHOOK_SECRET, ALLOWED_IPS, PORT = '3000' } = process.env;
+if (!BUSINESS_ID || !WEBHOOK_SECRET || !ALLOWED_IPS) {
+  throw new Error('Set BUSINESS_ID, WEBHOOK_SECRET and ALLOWED_IPS.');
+}
+const receiver = createReceiver({
+  businessIds: [BUSINESS_ID],
+  signingSecrets: [WEBHOOK_SECRET],
+  allowedIps: ALLOWED_IPS.split(','),
+});
+receiver.on('payment.session.succeeded', (event) => {
+  console.log(\`handled \${event.event} \${event.data.status}\`);
+});
+
+const app = express();
+app.use('/webhooks', payhook(receiver));
+const server = app.listen(Number(PORT), '127.0.0.1', () => console.log(\`listening on \${server.address().port}\`));
+process.once('SIGTERM', async () => {
+  server.close();
+  await receiver.close();
+});
+`;
+
+/** Runs `node index.mjs` in an app; resolves once it listens, with its port and its output by line. */
+async function startApp(cwd: string, env: Record<string, string>) {
+  const child = spawn(process.execPath, ['index.mjs'], { cwd, env: { ...process.env, ...env } });
+  const lines: string[] = [];
+  let stderr = '';
+  const waiting = new Set<() => void>();
+  let partial = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    const parts = (partial + chunk).split('\n');
+    partial = parts.pop() ?? '';
+    lines.push(...parts);
+    for (const wake of waiting) wake();
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const line = (pattern: RegExp) =>
+    new Promise<string>((resolve, reject) => {
+      const check = () => {
+        const found = lines.find((l) => pattern.test(l));
+        if (found === undefined) return;
+        waiting.delete(check);
+        resolve(found);
+      };
+      waiting.add(check);
+      check();
+      void exited.then((code) => reject(new Error(`the app exited (${code}) before ${pattern}: ${stderr}`)));
+    });
+  const port = Number((await line(/^listening on \d+$/)).split(' ').pop());
+  return {
+    port,
+    line,
+    stderr: () => stderr,
+    /** SIGTERM: the app closes its server and its receiver, then exits on its own. */
+    stop: async () => {
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    },
+  };
+}
 
 /** Receives one signed event on each framework over real HTTP, and checks the 200 and the handler. */
 const script = (kind: 'esm' | 'cjs') => {
@@ -113,100 +198,178 @@ void checkWebhookUrl('https://merchant.example/webhooks');
 export const kind = '${kind}';
 `;
 
-describe('the packages as a merchant installs them', () => {
-  it('pack, install with npm outside the workspace, run from ESM and CommonJS, and type-check both strictly', async () => {
-    for (const name of PACKAGES) {
-      if (!existsSync(join(root, 'packages', name, 'dist'))) {
-        throw new Error(`packages/${name}/dist is missing: run pnpm build first.`);
-      }
+// What the README's install section tells a newcomer to run, run the same way: `pnpm pack:all`
+// (packing the dist/ built already: rebuilding would clean it under the tests running beside this
+// one), then the printed npm install line in an app outside the clone.
+let base = '';
+let tarballs = '';
+let packOutput = '';
+
+beforeAll(async () => {
+  for (const name of PACKAGES) {
+    if (!existsSync(join(root, 'packages', name, 'dist'))) {
+      throw new Error(`packages/${name}/dist is missing: run pnpm build first.`);
     }
-    const base = await mkdtemp(join(tmpdir(), 'payhook-install-'));
+  }
+  base = await mkdtemp(join(tmpdir(), 'payhook-install-'));
+  tarballs = join(base, 'tarballs');
+  const packed = await run('pnpm', ['-s', 'pack:all', '--no-build', '--out-dir', tarballs], {
+    cwd: root,
+    timeout: 120_000,
+  });
+  packOutput = packed.stdout;
+}, 180_000);
+
+afterAll(async () => {
+  if (base) await rm(base, { recursive: true, force: true });
+});
+
+describe('the packages as a merchant installs them from a clone', () => {
+  it("pnpm pack:all and the README's npm install line give an Express receiver that verifies a signed event", async () => {
+    const files = (await readdir(tarballs)).sort();
+    expect(files).toEqual(
+      [
+        'payhook-core',
+        'payhook-express',
+        'payhook-fastify',
+        'payhook-koa',
+        'payhook-redis',
+        'payhook-sender',
+        'payhook',
+      ]
+        .map((name) => `${name}.tgz`)
+        .sort(),
+    );
+    // The line the README shows, with the clone's path, is the line pack:all prints.
+    const readme = await readFile(join(root, 'README.md'), 'utf8');
+    const documented = `npm install ${README_CLONE}/tarballs/payhook-express.tgz ${README_CLONE}/tarballs/payhook-core.tgz`;
+    expect(readme).toContain(documented);
+    const printed = /^\s*Express:\s+(npm install .+)$/m.exec(packOutput)?.[1];
+    expect(printed).toBe(documented.replaceAll(`${README_CLONE}/tarballs`, tarballs));
+
+    const app = join(base, 'express-app');
+    await mkdir(app);
+    await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'merchant-app', private: true }));
+    const [, ...args] = (printed ?? '').split(' ');
+    await run('npm', [...args, ...NPM_FLAGS], { cwd: app, timeout: 300_000 }).catch(
+      (error: { stderr?: string }) => {
+        throw new Error(`${printed}: ${error.stderr ?? error}`);
+      },
+    );
+    // workspace:^ became the range a release carries, which the core tarball satisfied.
+    const express = JSON.parse(
+      await readFile(join(app, 'node_modules/@payhook/express/package.json'), 'utf8'),
+    );
+    expect(express.dependencies['@payhook/core']).toBe(`^${express.version}`);
+    const manifest = JSON.parse(await readFile(join(app, 'package.json'), 'utf8'));
+    expect(manifest.dependencies['@payhook/core']).toMatch(/^file:.*payhook-core\.tgz$/);
+
+    await writeFile(join(app, 'index.mjs'), QUICKSTART_APP);
+    const businessId = randomUUID();
+    const secret = generateSigningSecret();
+    const receiver = await startApp(app, {
+      BUSINESS_ID: businessId,
+      WEBHOOK_SECRET: secret,
+      ALLOWED_IPS: '127.0.0.1,::1',
+      PORT: '0',
+    });
     try {
-      const tarballs = join(base, 'tarballs');
-      await mkdir(tarballs);
-      // pnpm pack writes workspace: ranges as the versions a release would carry.
-      for (const name of PACKAGES) {
-        await run('pnpm', ['pack', '--pack-destination', tarballs], { cwd: join(root, 'packages', name) });
-      }
-      const files = (await readdir(tarballs)).map((f) => join(tarballs, f));
-      expect(files).toHaveLength(PACKAGES.length);
-
-      const app = join(base, 'app');
-      await mkdir(app);
-      await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'merchant-app', private: true }));
-      await run(
-        'npm',
-        [
-          'install',
-          '--no-audit',
-          '--no-fund',
-          '--loglevel=error',
-          ...files,
-          'express@5',
-          'koa@3',
-          'fastify@5',
-          'ioredis@5',
-          '@types/express@5',
-          '@types/koa@2',
-          '@types/node@20',
-        ],
-        { cwd: app, timeout: 300_000 },
-      ).catch((error: { stderr?: string }) => {
-        throw new Error(`npm install failed: ${error.stderr ?? error}`);
-      });
-
-      // Run: ESM and CommonJS.
-      await writeFile(join(app, 'esm.mjs'), script('esm'));
-      await writeFile(join(app, 'cjs.cjs'), script('cjs'));
-      for (const file of ['esm.mjs', 'cjs.cjs']) {
-        const { stdout, stderr } = await run(process.execPath, [file], { cwd: app, timeout: 60_000 }).catch(
-          (error: { stdout?: string; stderr?: string }) => {
-            throw new Error(`${file}: ${error.stderr ?? ''}${error.stdout ?? ''}`);
-          },
-        );
-        expect(stdout).toContain(file === 'esm.mjs' ? 'esm ok' : 'cjs ok');
-        // Not a warning either (require() of the ESM-only typebox is silent from node_modules).
-        expect(stderr, file).toBe('');
-      }
-      // Core's CommonJS build requires typebox, installed once, rather than carrying a copy.
-      const coreCjs = await readFile(join(app, 'node_modules/@payhook/core/dist/index.cjs'), 'utf8');
-      expect(coreCjs).toContain('require("typebox")');
-      expect(coreCjs.length).toBeLessThan(200_000);
-      const bin = await run(join(app, 'node_modules/.bin/payhook'), ['--help'], { cwd: app });
-      expect(bin.stdout).toContain('Usage: payhook <command>');
-
-      // Type-check: an ESM and a CommonJS consumer, strict, every declaration file checked.
-      await writeFile(join(app, 'consumer.mts'), consumer('esm'));
-      await writeFile(join(app, 'consumer.cts'), consumer('cjs'));
-      await writeFile(
-        join(app, 'tsconfig.json'),
-        JSON.stringify({
-          compilerOptions: {
-            strict: true,
-            skipLibCheck: false,
-            noEmit: true,
-            target: 'es2022',
-            module: 'nodenext',
-            moduleResolution: 'nodenext',
-            types: ['node'],
-          },
-          files: ['consumer.mts', 'consumer.cts'],
-        }),
-      );
-      // nodenext (TypeScript's require() of ESM, as Node 20.19+ does) and node16 (which has none:
-      // where an ESM-only import in a CommonJS declaration file is TS1479).
-      for (const module of ['nodenext', 'node16']) {
-        const flags = ['--module', module, '--moduleResolution', module];
-        const checked = await run(process.execPath, [tsc, '-p', 'tsconfig.json', ...flags], {
-          cwd: app,
-        }).then(
-          () => '',
-          (error: { stdout?: string }) => error.stdout ?? String(error),
-        );
-        expect(checked, `module ${module}`).toBe('');
-      }
+      // The event as the repository's own command line signs and sends it.
+      const sent = await run(process.execPath, [
+        cli,
+        'trigger',
+        'payment.session.succeeded',
+        '--to',
+        `http://127.0.0.1:${receiver.port}/webhooks`,
+        '--business-id',
+        businessId,
+        '--secret',
+        secret,
+        '--json',
+      ]);
+      expect(JSON.parse(sent.stdout)).toMatchObject({ status: 200, body: { received: true } });
+      expect(await receiver.line(/^handled /)).toBe('handled payment.session.succeeded settled');
     } finally {
-      await rm(base, { recursive: true, force: true });
+      await receiver.stop();
+    }
+    expect(receiver.stderr()).toBe('');
+  }, 600_000);
+
+  it('every tarball installed with npm outside the workspace: run from ESM and CommonJS, type-checked strictly', async () => {
+    const files = (await readdir(tarballs)).map((f) => join(tarballs, f));
+    expect(files).toHaveLength(PACKAGES.length);
+
+    const app = join(base, 'all');
+    await mkdir(app);
+    await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'merchant-app', private: true }));
+    await run(
+      'npm',
+      [
+        'install',
+        ...NPM_FLAGS,
+        ...files,
+        'express@5',
+        'koa@3',
+        'fastify@5',
+        'ioredis@5',
+        '@types/express@5',
+        '@types/koa@2',
+        '@types/node@20',
+      ],
+      { cwd: app, timeout: 300_000 },
+    ).catch((error: { stderr?: string }) => {
+      throw new Error(`npm install failed: ${error.stderr ?? error}`);
+    });
+
+    // Run: ESM and CommonJS.
+    await writeFile(join(app, 'esm.mjs'), script('esm'));
+    await writeFile(join(app, 'cjs.cjs'), script('cjs'));
+    for (const file of ['esm.mjs', 'cjs.cjs']) {
+      const { stdout, stderr } = await run(process.execPath, [file], { cwd: app, timeout: 60_000 }).catch(
+        (error: { stdout?: string; stderr?: string }) => {
+          throw new Error(`${file}: ${error.stderr ?? ''}${error.stdout ?? ''}`);
+        },
+      );
+      expect(stdout).toContain(file === 'esm.mjs' ? 'esm ok' : 'cjs ok');
+      // Not a warning either (require() of the ESM-only typebox is silent from node_modules).
+      expect(stderr, file).toBe('');
+    }
+    // Core's CommonJS build requires typebox, installed once, rather than carrying a copy.
+    const coreCjs = await readFile(join(app, 'node_modules/@payhook/core/dist/index.cjs'), 'utf8');
+    expect(coreCjs).toContain('require("typebox")');
+    expect(coreCjs.length).toBeLessThan(200_000);
+    const bin = await run(join(app, 'node_modules/.bin/payhook'), ['--help'], { cwd: app });
+    expect(bin.stdout).toContain('Usage: payhook <command>');
+
+    // Type-check: an ESM and a CommonJS consumer, strict, every declaration file checked.
+    await writeFile(join(app, 'consumer.mts'), consumer('esm'));
+    await writeFile(join(app, 'consumer.cts'), consumer('cjs'));
+    await writeFile(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          skipLibCheck: false,
+          noEmit: true,
+          target: 'es2022',
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          types: ['node'],
+        },
+        files: ['consumer.mts', 'consumer.cts'],
+      }),
+    );
+    // nodenext (TypeScript's require() of ESM, as Node 20.19+ does) and node16 (which has none:
+    // where an ESM-only import in a CommonJS declaration file is TS1479).
+    for (const module of ['nodenext', 'node16']) {
+      const flags = ['--module', module, '--moduleResolution', module];
+      const checked = await run(process.execPath, [tsc, '-p', 'tsconfig.json', ...flags], {
+        cwd: app,
+      }).then(
+        () => '',
+        (error: { stdout?: string }) => error.stdout ?? String(error),
+      );
+      expect(checked, `module ${module}`).toBe('');
     }
   }, 600_000);
 });
