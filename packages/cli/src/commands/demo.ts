@@ -121,6 +121,9 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
     });
     const handled = new Map<string, number>();
     const answers = new Map<number, number>();
+    /** Sessions whose line is printed, and the handled events' lines waiting for it. */
+    const announced = new Set<string>();
+    const waiting = new Map<string, (() => void)[]>();
     receiver.onAny((event) => {
       const data = event.data as {
         id?: string;
@@ -129,10 +132,15 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
       };
       const key = `${event.event} ${data.id}`;
       handled.set(key, (handled.get(key) ?? 0) + 1);
-      const payment = payments.get(data.id ?? '');
-      say(
-        `  ${c.green('✓')} ${event.event.padEnd(26)} ${(payment?.type ?? '?').padEnd(15)} delivered ${c.dim('→')} verified ${c.dim('→')} handled`,
-      );
+      const line = () =>
+        say(
+          `  ${c.green('✓')} ${event.event.padEnd(26)} ${(payments.get(data.id ?? '')?.type ?? '?').padEnd(15)} delivered ${c.dim('→')} verified ${c.dim('→')} handled`,
+        );
+      // An event can arrive before its session's line is printed (it is delivered as the session
+      // is created): it waits for that line, so the story reads in order.
+      const id = data.id ?? '';
+      if (announced.has(id)) line();
+      else waiting.set(id, [...(waiting.get(id) ?? []), line]);
     });
     let dropped = false;
     const app = express();
@@ -199,8 +207,13 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
       say(
         `  ${c.dim('·')} session ${id.slice(0, 8)} ${method.type.padEnd(15)} created and captured: ${captured.message}`,
       );
+      announced.add(id);
+      for (const line of waiting.get(id) ?? []) line();
+      waiting.delete(id);
       await api('POST', `/sandbox/payment-sessions/${id}/complete`, { outcome: method.outcome });
     }
+    for (const lines of waiting.values()) for (const line of lines) line();
+    waiting.clear();
     say(`  ${c.dim('·')} four sessions paid and one failed through the sandbox; delivering...`);
 
     // Wait until the sender's own record shows every event delivered and the receiver handled each.
