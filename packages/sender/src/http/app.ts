@@ -5,6 +5,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { authenticate, type Principal } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
+import { DOCS_LOGO_SVG, FAVICON_SVG } from '../dashboard/root-routes.js';
 import { dashboardRoutes } from '../dashboard/routes.js';
 import type { Database } from '../db/database.js';
 import type { AttemptFeed } from '../delivery/feed.js';
@@ -222,7 +223,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // rendered at /docs with the assets the UI package ships (nothing fetched from elsewhere).
   tagRoutes(app);
   await app.register(swagger, OPENAPI_OPTIONS);
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // payhook's own mark and title, not the UI package's stock ones.
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    logo: { type: 'image/svg+xml', content: Buffer.from(DOCS_LOGO_SVG), href: '/dashboard', target: '_self' },
+    theme: {
+      title: 'payhook sender API',
+      favicon: [
+        { filename: 'favicon.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: FAVICON_SVG },
+      ],
+    },
+  });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(healthRoutes, { database });
