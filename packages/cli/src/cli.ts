@@ -3,6 +3,7 @@ import { CliError, type Command, closest, EXIT, type Io } from './command.js';
 import { check } from './commands/check.js';
 import { demo } from './commands/demo.js';
 import { endpoints } from './commands/endpoints.js';
+import { init } from './commands/init.js';
 import { keys } from './commands/keys.js';
 import { listen } from './commands/listen.js';
 import { serve } from './commands/serve.js';
@@ -10,7 +11,7 @@ import { sign } from './commands/sign.js';
 import { trigger } from './commands/trigger.js';
 import { verify } from './commands/verify.js';
 
-const COMMANDS: Command[] = [demo, serve, endpoints, trigger, listen, check, sign, verify, keys];
+const COMMANDS: Command[] = [demo, init, serve, endpoints, trigger, listen, check, sign, verify, keys];
 
 const HELP = `payhook: the webhook toolkit of the payment collection and payouts service
 

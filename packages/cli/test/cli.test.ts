@@ -12,7 +12,17 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
   it('lists its commands and exit codes with --help, and each command has help with examples', async () => {
     const top = await payhookCli(['--help']);
     expect(top.code).toBe(0);
-    for (const name of ['demo', 'serve', 'endpoints', 'trigger', 'listen', 'sign', 'verify', 'keys']) {
+    for (const name of [
+      'demo',
+      'init',
+      'serve',
+      'endpoints',
+      'trigger',
+      'listen',
+      'sign',
+      'verify',
+      'keys',
+    ]) {
       expect(top.stdout).toContain(`  ${name} `);
       const help = await payhookCli([name, '--help']);
       expect(help.code).toBe(0);
