@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { generateSigningSecret } from '@payhook/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NPM_FLAGS, QUICKSTART_APP, startApp, trigger } from './outside-app.js';
 
 // The packages as a merchant installs them from a clone: `pnpm pack:all` (the README's install
 // section) packs them like a release, and npm installs the tarballs into apps outside the
@@ -22,85 +23,6 @@ const tsc = join(root, 'node_modules/typescript/bin/tsc');
 const cli = join(root, 'packages/cli/dist/cli.js');
 // The clone's path as the README writes it.
 const README_CLONE = '/path/to/payhook';
-// Quiet, and from npm's cache where it can. A lookup of @payhook/* in a registry would fail: the
-// scope points at a closed port, so a passing install took every @payhook package from a tarball.
-const NPM_FLAGS = [
-  '--no-audit',
-  '--no-fund',
-  '--prefer-offline',
-  '--loglevel=error',
-  '--@payhook:registry=http://127.0.0.1:9/',
-];
-
-/** The README's Express quickstart as a runnable file: the settings from the environment. */
-const QUICKSTART_APP = `import express from 'express';
-import { createReceiver } from '@payhook/core';
-import { payhook } from '@payhook/express';
-
-const { BUSINESS_ID, WEBHOOK_SECRET, ALLOWED_IPS, PORT = '3000' } = process.env;
-if (!BUSINESS_ID || !WEBHOOK_SECRET || !ALLOWED_IPS) {
-  throw new Error('Set BUSINESS_ID, WEBHOOK_SECRET and ALLOWED_IPS.');
-}
-const receiver = createReceiver({
-  businessIds: [BUSINESS_ID],
-  signingSecrets: [WEBHOOK_SECRET],
-  allowedIps: ALLOWED_IPS.split(','),
-});
-receiver.on('payment.session.succeeded', (event) => {
-  console.log(\`handled \${event.event} \${event.data.status}\`);
-});
-
-const app = express();
-app.use('/webhooks', payhook(receiver));
-const server = app.listen(Number(PORT), '127.0.0.1', () => console.log(\`listening on \${server.address().port}\`));
-process.once('SIGTERM', async () => {
-  server.close();
-  await receiver.close();
-});
-`;
-
-/** Runs `node index.mjs` in an app; resolves once it listens, with its port and its output by line. */
-async function startApp(cwd: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, ['index.mjs'], { cwd, env: { ...process.env, ...env } });
-  const lines: string[] = [];
-  let stderr = '';
-  const waiting = new Set<() => void>();
-  let partial = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    const parts = (partial + chunk).split('\n');
-    partial = parts.pop() ?? '';
-    lines.push(...parts);
-    for (const wake of waiting) wake();
-  });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const line = (pattern: RegExp) =>
-    new Promise<string>((resolve, reject) => {
-      const check = () => {
-        const found = lines.find((l) => pattern.test(l));
-        if (found === undefined) return;
-        waiting.delete(check);
-        resolve(found);
-      };
-      waiting.add(check);
-      check();
-      void exited.then((code) => reject(new Error(`the app exited (${code}) before ${pattern}: ${stderr}`)));
-    });
-  const port = Number((await line(/^listening on \d+$/)).split(' ').pop());
-  return {
-    port,
-    line,
-    stderr: () => stderr,
-    /** SIGTERM: the app closes its server and its receiver, then exits on its own. */
-    stop: async () => {
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
-    },
-  };
-}
-
 /** Receives one signed event on each framework over real HTTP, and checks the 200 and the handler. */
 const script = (kind: 'esm' | 'cjs') => {
   const load =
@@ -275,25 +197,58 @@ describe('the packages as a merchant installs them from a clone', () => {
     });
     try {
       // The event as the repository's own command line signs and sends it.
-      const sent = await run(process.execPath, [
-        cli,
-        'trigger',
-        'payment.session.succeeded',
-        '--to',
-        `http://127.0.0.1:${receiver.port}/webhooks`,
-        '--business-id',
-        businessId,
-        '--secret',
-        secret,
-        '--json',
-      ]);
-      expect(JSON.parse(sent.stdout)).toMatchObject({ status: 200, body: { received: true } });
+      const sent = await trigger(cli, receiver.port, businessId, secret);
+      expect(sent).toMatchObject({ status: 200, body: { received: true } });
       expect(await receiver.line(/^handled /)).toBe('handled payment.session.succeeded settled');
     } finally {
       await receiver.stop();
     }
     expect(receiver.stderr()).toBe('');
   }, 600_000);
+
+  it.each(['express', 'koa', 'fastify'])(
+    'payhook init --framework %s writes an app that npm installs from the tarballs and that handles a signed event',
+    async (framework) => {
+      const app = join(base, `init-${framework}`);
+      const written = await run(process.execPath, [
+        cli,
+        'init',
+        app,
+        '--framework',
+        framework,
+        '--tarballs',
+        tarballs,
+      ]);
+      expect(written.stdout).toContain(`the tarballs in ${tarballs}`);
+      const manifest = JSON.parse(await readFile(join(app, 'package.json'), 'utf8'));
+      expect(manifest.dependencies[`@payhook/${framework}`]).toMatch(
+        new RegExp(`^file:.*payhook-${framework}\\.tgz$`),
+      );
+      await run('npm', ['install', ...NPM_FLAGS], { cwd: app, timeout: 300_000 }).catch(
+        (error: { stderr?: string }) => {
+          throw new Error(`npm install in the ${framework} app: ${error.stderr ?? error}`);
+        },
+      );
+
+      const businessId = randomUUID();
+      const secret = generateSigningSecret();
+      const receiver = await startApp(
+        app,
+        { BUSINESS_ID: businessId, WEBHOOK_SECRET: secret, ALLOWED_IPS: '127.0.0.1,::1', PORT: '0' },
+        /^Receiving events at http:\/\/localhost:(\d+)\/webhooks$/,
+      );
+      try {
+        const sent = await trigger(cli, receiver.port, businessId, secret);
+        expect(sent).toMatchObject({ status: 200, body: { received: true } });
+        const handled = `payment.session.succeeded ${sent.payload.data.id} (settled)`;
+        expect(await receiver.line(/^payment\.session\.succeeded /)).toBe(handled);
+      } finally {
+        await receiver.stop();
+      }
+      expect(receiver.stderr()).toBe('');
+    },
+    300_000,
+  );
 
   it('every tarball installed with npm outside the workspace: run from ESM and CommonJS, type-checked strictly', async () => {
     const files = (await readdir(tarballs)).map((f) => join(tarballs, f));
