@@ -1,5 +1,7 @@
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+import { TEST_TAGS, taggedTestFiles } from './test/support/test-tags.js';
 
 const src = (pkg: string, entry = 'index.ts') =>
   fileURLToPath(new URL(`./packages/${pkg}/src/${entry}`, import.meta.url));
@@ -16,35 +18,58 @@ const alias = [
   { find: /^@payhook\/sender$/, replacement: src('sender') },
 ];
 
-const pkg = (name: string, extra: Record<string, unknown> = {}) => ({
+const root = (dir: string) => fileURLToPath(new URL(dir, import.meta.url));
+
+// `pnpm test:unit` is `vitest run --mode unit`: only the files that declare no tag (see
+// test/support/test-tags.ts), in every project, with child processes and the services' URLs
+// refused, so that a file that needs them fails there instead of passing by luck.
+const unitOnly = (mode: string, dir: string) =>
+  mode === 'unit'
+    ? {
+        exclude: [...configDefaults.exclude, ...taggedTestFiles(root(dir))],
+        setupFiles: [root('./test/support/unit-guard.ts')],
+      }
+    : {};
+
+const pkg = (mode: string, name: string, extra: Record<string, unknown> = {}) => ({
   resolve: { alias },
   test: {
     name,
     root: `./packages/${name}`,
     include: ['test/**/*.test.ts'],
     typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: '../../tsconfig.json' },
+    ...unitOnly(mode, `./packages/${name}/`),
     ...extra,
   },
 });
 
-export default defineConfig({
+export default defineConfig(({ mode }) => ({
   test: {
     reporters: ['default', './test/support/summary-reporter.ts'],
+    tags: [...TEST_TAGS],
+    // In-process tests only: both cores (vitest leaves one to itself by default).
+    ...(mode === 'unit' ? { maxWorkers: availableParallelism() } : {}),
     projects: [
-      pkg('core'),
-      pkg('express'),
-      pkg('koa'),
-      pkg('fastify'),
+      pkg(mode, 'core'),
+      pkg(mode, 'express'),
+      pkg(mode, 'koa'),
+      pkg(mode, 'fastify'),
       // Real processes, a fault proxy and timing against the shared Redis: one file at a time.
-      pkg('redis', { fileParallelism: false }),
-      pkg('sender'),
+      pkg(mode, 'redis', { fileParallelism: false }),
+      pkg(mode, 'sender'),
       // The built `payhook` command, spawned as a user runs it.
-      pkg('cli'),
+      pkg(mode, 'cli'),
       // Cross-package tests: examples and, later, sender -> receivers end to end.
       {
         resolve: { alias },
-        test: { name: 'e2e', root: '.', include: ['test/**/*.test.ts'], testTimeout: 30_000 },
+        test: {
+          name: 'e2e',
+          root: '.',
+          include: ['test/**/*.test.ts'],
+          testTimeout: 30_000,
+          ...unitOnly(mode, './'),
+        },
       },
     ],
   },
-});
+}));

@@ -1,3 +1,5 @@
+// @module-tag process
+// @module-tag build
 import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { once } from 'node:events';

@@ -1,3 +1,6 @@
+// @module-tag redis
+// @module-tag process
+// @module-tag pglite
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';

@@ -1,3 +1,4 @@
+// @module-tag pglite
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';

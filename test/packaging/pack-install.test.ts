@@ -1,3 +1,5 @@
+// @module-tag process
+// @module-tag build
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';

@@ -1,3 +1,5 @@
+// @module-tag process
+// @module-tag build
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,3 +1,6 @@
+// @module-tag process
+// @module-tag build
+// @module-tag pglite
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

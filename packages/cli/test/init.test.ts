@@ -1,3 +1,5 @@
+// @module-tag process
+// @module-tag build
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,3 +1,5 @@
+// @module-tag process
+// @module-tag build
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -1,3 +1,5 @@
+// @module-tag process
+// @module-tag build
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';

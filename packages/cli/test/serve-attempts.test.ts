@@ -1,3 +1,5 @@
+// @module-tag process
+// @module-tag build
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';

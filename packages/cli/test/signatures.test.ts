@@ -1,3 +1,5 @@
+// @module-tag process
+// @module-tag build
 import { generateSigningSecret } from '@payhook/core';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

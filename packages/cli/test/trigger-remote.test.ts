@@ -1,3 +1,6 @@
+// @module-tag process
+// @module-tag build
+// @module-tag pglite
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server } from 'node:http';

@@ -1,3 +1,5 @@
+// @module-tag process
+// @module-tag build
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -1,3 +1,4 @@
+// @module-tag redis
 import { createReceiver } from '@payhook/core';
 import { createTestEvent } from '@payhook/core/testing';
 import type { Redis } from 'ioredis';

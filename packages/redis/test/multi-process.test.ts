@@ -1,3 +1,5 @@
+// @module-tag redis
+// @module-tag process
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';

@@ -1,3 +1,5 @@
+// @module-tag redis
+// @module-tag process
 import { randomBytes, randomUUID } from 'node:crypto';
 import { describeStoreContract } from '@payhook/core/testing';
 import type { Cluster, Redis } from 'ioredis';

@@ -1,3 +1,5 @@
+// @module-tag postgres
+// @module-tag pglite
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startTestApp, type TestApp } from './fixtures/app.js';

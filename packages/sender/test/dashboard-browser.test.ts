@@ -1,3 +1,5 @@
+// @module-tag browser
+// @module-tag pglite
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';

@@ -1,3 +1,4 @@
+// @module-tag pglite
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeApiKey } from '../src/index.js';
 import {

@@ -1,3 +1,6 @@
+// @module-tag postgres
+// @module-tag process
+// @module-tag build
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FaultProxy, startProxy } from '../../../test/support/fault-proxy.js';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';

@@ -1,3 +1,6 @@
+// @module-tag postgres
+// @module-tag pglite
+// @module-tag process
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';

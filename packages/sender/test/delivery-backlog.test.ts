@@ -1,3 +1,5 @@
+// @module-tag postgres
+// @module-tag pglite
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

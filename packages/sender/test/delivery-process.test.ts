@@ -1,3 +1,7 @@
+// @module-tag postgres
+// @module-tag pglite
+// @module-tag process
+// @module-tag build
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,3 +1,5 @@
+// @module-tag postgres
+// @module-tag pglite
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';

@@ -1,3 +1,5 @@
+// @module-tag postgres
+// @module-tag pglite
 import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,3 +1,5 @@
+// @module-tag postgres
+// @module-tag pglite
 import { randomUUID } from 'node:crypto';
 import { readSignatureHeaders, verifyChecksum, verifyWebhookSignature } from '@payhook/core';
 import type { FastifyInstance } from 'fastify';

@@ -1,3 +1,5 @@
+// @module-tag process
+// @module-tag pglite
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

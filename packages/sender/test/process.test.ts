@@ -1,3 +1,6 @@
+// @module-tag process
+// @module-tag build
+// @module-tag pglite
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -1,3 +1,5 @@
+// @module-tag postgres
+// @module-tag pglite
 import { crc32, inflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, expireSessions } from '../src/index.js';

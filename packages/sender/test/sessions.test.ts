@@ -1,3 +1,5 @@
+// @module-tag postgres
+// @module-tag pglite
 import { parseEvent, verifyChecksum } from '@payhook/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type Database, expireSessions, loadConfig } from '../src/index.js';

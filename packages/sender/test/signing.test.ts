@@ -1,3 +1,5 @@
+// @module-tag postgres
+// @module-tag pglite
 import { parseSigningSecret, verifyWebhookSignature } from '@payhook/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
