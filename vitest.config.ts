@@ -47,8 +47,9 @@ export default defineConfig(({ mode }) => ({
   test: {
     reporters: ['default', './test/support/summary-reporter.ts'],
     tags: [...TEST_TAGS],
-    // In-process tests only: both cores (vitest leaves one to itself by default).
-    ...(mode === 'unit' ? { maxWorkers: availableParallelism() } : {}),
+    // Every core (vitest leaves one to itself by default, so one file at a time on two cores): most
+    // files wait on processes, sockets and databases, and two at once halve the run on two cores.
+    maxWorkers: availableParallelism(),
     projects: [
       pkg(mode, 'core'),
       pkg(mode, 'express'),
