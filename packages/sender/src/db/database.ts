@@ -5,14 +5,13 @@ import pg from 'pg';
 import { ALWAYS_UP, createDatabaseHealth, type DatabaseHealth } from './health.js';
 import { lockDataDir } from './lock.js';
 import { migrationProvider } from './migrations.js';
-import { pgliteDialect } from './pglite-pool.js';
+import { type PGliteDialect, pgliteDialect } from './pglite-pool.js';
 import {
   createPool,
   DEFAULT_TIMEOUTS,
   kyselyPool,
   listenOnPostgres,
   type PostgresTimeouts,
-  PREPARE,
   probe,
 } from './postgres.js';
 import type { Schema } from './schema.js';
@@ -91,9 +90,9 @@ export const WORKER_PLANNER = {
 } as const;
 
 /** {@link WORKER_PLANNER} for the rest of the current transaction only (PGlite's one session). */
-const SET_WORKER_PLANNER_LOCALLY = sql`${sql.raw(PREPARE)}select ${sql.join(
-  Object.entries(WORKER_PLANNER).map(([name, value]) => sql`set_config(${name}, ${value}, true)`),
-)}`;
+const SET_WORKER_PLANNER_LOCALLY = Object.entries(WORKER_PLANNER)
+  .map(([name, value]) => `set local ${name} = ${value}`)
+  .join('; ');
 
 /**
  * Opens the sender's database and applies pending migrations: PGlite in `dataDir` (locked by
@@ -113,6 +112,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let release = async () => {};
   let listen: Database['listen'];
   let health = ALWAYS_UP;
+  let pgliteSession: PGliteDialect | undefined;
   /** The migrations run without the statement timeout: one may rewrite a large table. */
   let migrationDb: Kysely<Schema> | undefined;
   if ('dataDir' in options) {
@@ -121,7 +121,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     try {
       const pglite = new PGlite(options.dataDir);
       await pglite.waitReady;
-      db = new Kysely<Schema>({ dialect: pgliteDialect(pglite) });
+      pgliteSession = pgliteDialect(pglite);
+      db = new Kysely<Schema>({ dialect: pgliteSession });
       listen = async (channel, onNotify) => {
         const unsubscribe = await pglite.listen(channel, () => onNotify());
         return async () => {
@@ -209,7 +210,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       ? (fn) => fn(workerDb)
       : (fn) =>
           db.transaction().execute(async (tx) => {
-            await SET_WORKER_PLANNER_LOCALLY.execute(tx);
+            // With the transaction's begin, in the same call, when it can be.
+            if (!pgliteSession?.beginWith(SET_WORKER_PLANNER_LOCALLY))
+              await sql.raw(SET_WORKER_PLANNER_LOCALLY).execute(tx);
             return fn(tx);
           }),
     kind,

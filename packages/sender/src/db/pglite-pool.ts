@@ -33,13 +33,28 @@ function concat(...parts: Uint8Array[]): Uint8Array {
  * most of a large statement's time), and each statement or transaction control is one call into
  * PGlite's protocol, not the five or six `query` makes (docs/decisions.md, "PGlite keeps up").
  */
-export function pgliteDialect(db: PGlite): Dialect {
+export function pgliteDialect(db: PGlite): PGliteDialect {
+  let driver: PGliteDriver | undefined;
   return {
+    beginWith: (settings) => driver?.beginWith(settings) ?? false,
     createAdapter: () => new PostgresAdapter(),
-    createDriver: () => new PGliteDriver(db),
+    createDriver: () => {
+      driver = new PGliteDriver(db);
+      return driver;
+    },
     createIntrospector: (kysely: Kysely<unknown>) => new PostgresIntrospector(kysely),
     createQueryCompiler: () => new PostgresQueryCompiler(),
   };
+}
+
+/** The PGlite dialect, and a way to send settings with a transaction's `begin`. */
+export interface PGliteDialect extends Dialect {
+  /**
+   * Sends `settings` (`set local ...` statements) with the `begin` of the transaction that holds
+   * the connection now, if that `begin` is still pending (no statement has run in it): no call of
+   * their own. False when it cannot, and the caller runs them itself.
+   */
+  beginWith(settings: string): boolean;
 }
 
 class PGliteDriver implements Driver {
@@ -50,6 +65,8 @@ class PGliteDriver implements Driver {
    * (a transaction of one statement and its commit is two calls into PGlite, not three).
    */
   private beginPending = false;
+  /** The text of the pending `begin`, with the settings given to `beginWith`. */
+  private beginText = 'begin';
   /** The named statements of this session: their names and parameter types, by text. */
   private readonly prepared = new Map<string, { name: string; types: number[] }>();
 
@@ -95,11 +112,26 @@ class PGliteDriver implements Driver {
     return this.db.query<R>(text, parameters);
   }
 
+  /** See {@link PGliteDialect.beginWith}. */
+  beginWith(settings: string): boolean {
+    if (!this.beginPending) return false;
+    this.beginText = `begin; ${settings}`;
+    return true;
+  }
+
+  /** The pending `begin`'s text, taken: the transaction is begun by whoever sends it. */
+  private takeBegin(): string {
+    const text = this.beginText;
+    this.beginPending = false;
+    this.beginText = 'begin';
+    return text;
+  }
+
   /** A statement of the session as one simple query: one call into PGlite. */
   private async control(text: 'begin' | 'commit' | 'rollback'): Promise<void> {
-    if (text === 'begin') this.beginPending = false;
+    const sent = text === 'begin' ? this.takeBegin() : text;
     await this.db.runExclusive(() =>
-      this.db.execProtocol(protocol.serialize.query(text), { syncToFs: false }),
+      this.db.execProtocol(protocol.serialize.query(sent), { syncToFs: false }),
     );
   }
 
@@ -130,8 +162,7 @@ class PGliteDriver implements Driver {
         const serializer = this.db.serializers[types[i] as number];
         return serializer ? serializer(value) : String(value);
       });
-      const begin = this.beginPending ? serialize.query('begin') : new Uint8Array();
-      this.beginPending = false;
+      const begin = this.beginPending ? serialize.query(this.takeBegin()) : new Uint8Array();
       const { messages } = await this.db.execProtocol(
         concat(
           begin,
@@ -153,12 +184,12 @@ class PGliteDriver implements Driver {
 
   async commitTransaction(): Promise<void> {
     // A transaction that ran nothing has nothing to commit.
-    if (this.beginPending) this.beginPending = false;
+    if (this.beginPending) this.takeBegin();
     else await this.control('commit');
   }
 
   async rollbackTransaction(): Promise<void> {
-    if (this.beginPending) this.beginPending = false;
+    if (this.beginPending) this.takeBegin();
     else await this.control('rollback');
   }
 
