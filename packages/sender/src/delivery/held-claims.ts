@@ -86,6 +86,11 @@ export class HeldClaims {
    * they may hold. Their freed slots wait for room for a batch (see {@link batching}).
    */
   private readonly capped = new Set<string>();
+
+  /** Whether some URL's last claim filled its room: more of its rows may be due. */
+  get anyCapped(): boolean {
+    return this.capped.size > 0;
+  }
   /**
    * Rows the last claim brought, when fewer than it asked for: the due rows it could take are
    * fewer than the room (the URLs that have them are near their limit, or little is due), so the

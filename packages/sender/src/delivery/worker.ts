@@ -76,6 +76,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let renewal: NodeJS.Timeout | undefined;
   let unlisten: (() => Promise<void>) | undefined;
   let stopWatchingHealth: (() => void) | undefined;
+  /** Whether due rows may be left unclaimed (see `freeSlot`): false once a claim drained them. */
+  let maybeDue = true;
   let stopped: Promise<void> | undefined;
   /** From `start()`: which URLs are this instance's (all of them until then, as for `runDue`). */
   let membership: Membership | undefined;
@@ -180,6 +182,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     const urlHeld = held.free(claim);
     if (!claiming) return;
     held.startReady();
+    // The last claim took every row it could see due, and nothing has woken the worker since:
+    // a claim now would find nothing (new rows wake it; retries come due at the poll).
+    if (!maybeDue) return;
     // More work may be due, for this URL or another. Claims wait for some room, so that one
     // claim serves several attempts rather than one each (and see `HeldClaims.batching`).
     const batching = held.batching(claim.url, urlHeld);
@@ -232,6 +237,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const limit = pacingOnly > 0 ? pacingLimit : held.claimLimit(room, filter.rooms);
       const { claims, rooms, pacedAll } = await claimer.claim(limit, at, filter, pace);
       const over = held.hold(claims, limit, rooms, at.getTime(), !claiming);
+      // Rows may still be due: it got all it asked for, or left some for room or pacing.
+      maybeDue = claims.length >= limit || filter.paced.length > 0 || held.anyCapped;
       renewWhileBusy();
       started += held.startReady();
       await release(over);
@@ -252,6 +259,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
 
   /** Looks for due deliveries: new ones may be due, past the backlogs of URLs at their limit. */
   function wakeToLook(): void {
+    maybeDue = true;
     claimer.lookAgain();
     wake();
   }
