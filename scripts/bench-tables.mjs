@@ -396,12 +396,16 @@ function latency(r) {
 function slowEndpoints(r) {
   const rows = [];
   for (const s of storagesOf(r))
-    for (const side of ['alone', 'beside']) {
+    for (const side of ['alone', 'beside', 'beside, no maintenance']) {
       const x = r[s][side];
       if (!x) continue;
       rows.push([
         storageName(s),
-        side === 'alone' ? 'alone' : 'beside the bad URLs',
+        side === 'alone'
+          ? 'alone'
+          : side === 'beside'
+            ? 'beside the bad URLs'
+            : 'beside the bad URLs, PGlite maintenance off',
         ms(x.p50),
         ms(x.p90),
         ms(x.p99),
@@ -412,7 +416,7 @@ function slowEndpoints(r) {
       ]);
     }
   if (rows.length === 0) throw new Error('no rows');
-  return `${int(r.healthyUrls)} healthy URLs at ${int(r.rate)} sessions/s for ${int(r.seconds)} s; the bad URLs have ${int(r.backlog)} deliveries due each. Latency from the API's 201 to the receiver, in ms.\n\n${table(
+  return `${int(r.healthyUrls)} healthy URLs at ${int(r.rate)} sessions/s for ${int(r.seconds)} s; the bad URLs have ${int(r.backlog)} deliveries due each. Latency from the API's 201 to the receiver, in ms (below 0 when the event arrived before the client had read the 201).\n\n${table(
     [
       'storage',
       'healthy URLs',
