@@ -25,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { sessionRequest } from '../packages/sender/test/fixtures/requests.js';
 import { BENCH_DATABASE_URL, printTable, writeResults } from './lib.js';
 
 const RATES = (process.env.BENCH_LATENCY_RATES ?? '50,100,200').split(',').map(Number);
@@ -115,25 +116,7 @@ async function measure(base: string, receiverUrl: string, arrived: Map<string, n
       method: 'POST',
       headers,
       body: JSON.stringify({
-        customer: {
-          first_name: 'Ada',
-          last_name: 'Obi',
-          email: 'ada@example.com',
-          phone_number: '+2348012345678',
-          billing_address: {
-            line1: '1 Marina',
-            line2: '',
-            city: 'Lagos',
-            state: 'Lagos',
-            zip_code: '101001',
-            country: 'NG',
-          },
-        },
-        description: 'Order 1',
-        currency: 'NGN',
-        amount: 150_000,
-        payment_method: { type: 'bank_account' },
-        metadata: { order: { identifier: `ORD-${n}`, items: [{ name: 'Book', type: 'physical' }] } },
+        ...sessionRequest,
         reference: `bench-${rate}-${n++}-${randomBytes(4).toString('hex')}`,
       }),
     });

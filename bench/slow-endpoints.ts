@@ -30,6 +30,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Database, loadConfig, openDatabase, startSender } from '@payhook/sender';
 import pg from 'pg';
+import { sessionRequest } from '../packages/sender/test/fixtures/requests.js';
 import { queueDeliveries } from './delivery-fixtures.js';
 import { BENCH_DATABASE_URL, printTable, writeResults } from './lib.js';
 
@@ -111,25 +112,7 @@ async function run(database: Database, withBad: boolean, maintenance = true): Pr
             method: 'POST',
             headers,
             body: JSON.stringify({
-              customer: {
-                first_name: 'Ada',
-                last_name: 'Obi',
-                email: 'ada@example.com',
-                phone_number: '+2348012345678',
-                billing_address: {
-                  line1: '1',
-                  line2: '',
-                  city: 'Lagos',
-                  state: 'Lagos',
-                  zip_code: '1',
-                  country: 'NG',
-                },
-              },
-              description: 'Order',
-              currency: 'NGN',
-              amount: 150_000,
-              payment_method: { type: 'bank_account' },
-              metadata: { order: { identifier: 'ORD', items: [] } },
+              ...sessionRequest,
               reference: `slow-${i}-${randomBytes(4).toString('hex')}`,
             }),
           });
