@@ -351,6 +351,30 @@ describe('the dashboard: what a business sees and does', () => {
     expect(await refresh(own)).toContain(eventId);
   });
 
+  it('serves each session of one business its own CSRF token in a refreshed page, so its forms still post', async () => {
+    const refresh = (cookie: string) =>
+      fetch(`${base}/dashboard/events`, { headers: { cookie, 'x-payhook-refresh': 'live' } }).then((r) =>
+        r.text(),
+      );
+    const tokenIn = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1];
+    const first = await signIn(base, sender.keys.test);
+    const second = await signIn(base, sender.keys.test);
+    const firstToken = (await getPage(base, '/dashboard/events', first)).csrf as string;
+    const secondToken = (await getPage(base, '/dashboard/events', second)).csrf as string;
+    expect(firstToken).not.toBe(secondToken);
+    // The first session's refresh renders the page; the second's, within the second, is served
+    // that render: with its own token, never the first session's.
+    expect(tokenIn(await refresh(first))).toBe(firstToken);
+    const served = await refresh(second);
+    expect(tokenIn(served)).toBe(secondToken);
+    expect(served).not.toContain(firstToken);
+    // A form of the refreshed page posts (signing out: 303 to the sign-in page, not a 403).
+    const out = await postForm(base, '/dashboard/sign-out', second, { _csrf: tokenIn(served) as string });
+    expect(out.status).toBe(303);
+    expect((await getPage(base, '/dashboard/events', second)).status).toBe(303);
+    expect((await getPage(base, '/dashboard/events', first)).status).toBe(200);
+  });
+
   it("streams a business's own attempts live, and nothing of another business's", async () => {
     const stream = async (key: string) => {
       const cookie = await signIn(base, key);

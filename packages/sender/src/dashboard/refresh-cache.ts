@@ -8,6 +8,11 @@ const TTL_MS = 1000;
 const MAX_ENTRIES = 1000;
 /** How long a refresh waits for another's render before it renders its own. */
 const WAIT_MS = 5000;
+/** Where a kept page had its session's CSRF token: a NUL, which no rendered text can hold. */
+const TOKEN_MARK = '\u0000csrf\u0000';
+
+/** The session's CSRF token of a signed-in dashboard request. */
+const tokenOf = (request: FastifyRequest) => request.dashboard?.csrfToken ?? '';
 
 /**
  * Pages rendered for live refreshes, per business, mode and URL, for one second: fifty open
@@ -15,6 +20,8 @@ const WAIT_MS = 5000;
  * at once) cost one render, not fifty. Refreshes that arrive while that render runs wait for it
  * rather than render again. Only refreshes read it (a page opened or reloaded by its user is
  * always rendered), and only once the session was checked: the key holds the signed-in principal.
+ * A page is kept without its session's CSRF token and served with the token of the session that
+ * asks: sessions of one business share renders, never tokens.
  */
 export function createRefreshCache() {
   const pages = new Map<string, { at: number; body: string }>();
@@ -47,10 +54,11 @@ export function createRefreshCache() {
     async get(request: FastifyRequest): Promise<string | undefined> {
       const key = keyOf(request);
       if (key === undefined) return undefined;
+      const own = (body: string) => body.split(TOKEN_MARK).join(tokenOf(request));
       const hit = pages.get(key);
       if (hit && Date.now() - hit.at < TTL_MS) {
         served.add(request);
-        return hit.body;
+        return own(hit.body);
       }
       const under = rendering.get(key);
       if (under) {
@@ -59,8 +67,9 @@ export function createRefreshCache() {
           under.done,
           new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), WAIT_MS).unref()),
         ]);
-        if (body !== undefined) served.add(request);
-        return body;
+        if (body === undefined) return undefined;
+        served.add(request);
+        return own(body);
       }
       let done!: (body?: string) => void;
       const promise = new Promise<string | undefined>((resolve) => {
@@ -79,8 +88,10 @@ export function createRefreshCache() {
         for (const [k, v] of pages) if (now - v.at >= TTL_MS) pages.delete(k);
         if (pages.size >= MAX_ENTRIES) pages.clear();
       }
-      pages.set(key, { at: Date.now(), body });
-      finish(request, body);
+      const token = tokenOf(request);
+      const kept = token === '' ? body : body.split(token).join(TOKEN_MARK);
+      pages.set(key, { at: Date.now(), body: kept });
+      finish(request, kept);
     },
     /** A request has been answered: if it was rendering a page that was not kept, the waiting refreshes render their own. */
     done(request: FastifyRequest): void {
