@@ -312,7 +312,15 @@ async function killMidStream(backend: Backend): Promise<void> {
           }
           return n;
         };
-        while ((await processing()) < (Date.now() - since < 3000 ? 3 : 1)) {
+        // Frozen (SIGSTOP) while it is looked at, so that the runs seen in flight are still in
+        // flight at the kill: on a busy machine a look takes longer than a handler run.
+        const frozenWithRunsInFlight = async (min: number) => {
+          victim.child.kill('SIGSTOP');
+          if ((await processing()) >= min) return true;
+          victim.child.kill('SIGCONT');
+          return false;
+        };
+        while (!(await frozenWithRunsInFlight(Date.now() - since < 3000 ? 3 : 1))) {
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
         victim.child.kill('SIGKILL');
