@@ -3,11 +3,11 @@ import { type Kysely, type SqlBool, sql } from 'kysely';
 import { type Static, Type } from 'typebox';
 import type { Database } from '../db/database.js';
 import type { Mode, Schema } from '../db/schema.js';
+import { isWebhookUrl } from '../delivery/destination.js';
 import { registeredUrls } from '../delivery/outbox.js';
 import { redeliverEvent, redeliverFailed } from '../delivery/redeliver.js';
 import { ApiError } from '../errors.js';
 import { UUID } from '../ids.js';
-import { CLI_DESTINATION_PREFIX } from '../listen/record.js';
 import { isoMicros } from '../timestamps.js';
 import { responseStored, storeResponse } from './idempotency.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
@@ -106,13 +106,12 @@ const RedeliverSince = Type.Object(
 );
 
 /** An event's delivery status, from its deliveries (see `delivery_status` in the schema). */
-const CLI_LIKE = `${CLI_DESTINATION_PREFIX}%`;
 // A listener's deliveries (`cli:<id>`, what a developer's machine did) are shown with the others
 // but never make an event failed or delivered.
 const deliveryStatus = sql<DeliveryStatus>`case
   when exists (select 1 from deliveries d where d.event_id = events.id and d.status = 'pending') then 'pending'
-  when exists (select 1 from deliveries d where d.event_id = events.id and d.status = 'failed' and d.superseded_by is null and d.url not like ${CLI_LIKE}) then 'failed'
-  when exists (select 1 from deliveries d where d.event_id = events.id and d.url not like ${CLI_LIKE}) then 'delivered'
+  when exists (select 1 from deliveries d where d.event_id = events.id and d.status = 'failed' and d.superseded_by is null and ${isWebhookUrl('d.url')}) then 'failed'
+  when exists (select 1 from deliveries d where d.event_id = events.id and ${isWebhookUrl('d.url')}) then 'delivered'
   else 'none' end`;
 
 interface EventRow {

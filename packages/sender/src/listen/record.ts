@@ -1,14 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { Mode, Schema } from '../db/schema.js';
-
-/**
- * The URL a listener's deliveries are recorded under: `cli:` and the listener's id. No delivery
- * worker ever claims one (it is written finished), and bulk redelivery skips them.
- */
-export const CLI_DESTINATION_PREFIX = 'cli:';
-
-/** A listener's destination: `cli:<listener id>`. */
-export const cliDestination = (listenerId: string) => `${CLI_DESTINATION_PREFIX}${listenerId}`;
+import { cliDestination } from '../delivery/destination.js';
 
 /** What a listener did with one event it was sent: where it forwarded it and what came back. */
 export interface ListenerAttempt {

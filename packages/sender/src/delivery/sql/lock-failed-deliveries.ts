@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Mode, Schema } from '../../db/schema.js';
-import { CLI_DESTINATION_PREFIX } from '../../listen/record.js';
+import { isWebhookUrl } from '../destination.js';
 
 /** Which failed deliveries {@link lockFailedDeliveries} takes. */
 export interface FailedSince {
@@ -38,7 +38,7 @@ export function lockFailedDeliveries(
       .where('d.status', '=', 'failed')
       .where('d.superseded_by', 'is', null)
       // A listener's deliveries (`cli:<id>`) are not sent by the worker: never redelivered.
-      .where('d.url', 'not like', `${CLI_DESTINATION_PREFIX}%`)
+      .where(isWebhookUrl('d.url'))
       .forUpdate('d')
       .skipLocked()
       .execute()
