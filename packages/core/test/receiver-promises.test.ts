@@ -206,6 +206,49 @@ describe('leases of queued events', () => {
     }
     expect(rescuer.runs.size).toBe(0);
   });
+  it('a lease lost between local retries stops them: the instance that took the event over runs it, and no false dead letter is raised', async () => {
+    const shared = createMemoryStore();
+    // The first instance is cut off from the store's renewals for a while (its lease lapses and
+    // the second instance recovers the event); then it reaches the store again and learns it.
+    let cutOff = false;
+    const cutStore: IdempotencyStore = {
+      ...shared,
+      claim: (key, request) => shared.claim(key, request),
+      renew: async (key, owner, leaseMs) => {
+        if (cutOff) throw new Error('store unreachable');
+        return shared.renew(key, owner, leaseMs);
+      },
+    };
+    const first = counting({
+      store: cutStore,
+      leaseMs: 150,
+      retry: { attempts: 6, minDelayMs: 250, maxDelayMs: 250, factor: 1 },
+    });
+    let firstRuns = 0;
+    const letters: unknown[] = [];
+    first.receiver.onAny(() => {
+      firstRuns++;
+      cutOff = true;
+      throw new Error('handler fails on the first instance');
+    });
+    first.receiver.onDeadLetter((letter) => {
+      letters.push(letter);
+    });
+    const second = counting({ store: shared, leaseMs: 150, recoveryIntervalMs: 20 });
+    const event = createTestEvent('payment.session.succeeded', BIZ);
+    respond(await first.receiver.handle(request(event)));
+    const key = `${BIZ}:${event.checksum}`;
+    while ((await shared.get(key))?.state !== 'done') await new Promise((r) => setTimeout(r, 10));
+    cutOff = false;
+    await first.receiver.idle();
+    await second.receiver.close();
+    await first.receiver.close();
+    expect(second.runs.get(event.checksum)).toBe(1);
+    // The first instance stopped at the first renewal that found another owner.
+    expect(firstRuns).toBeLessThan(6);
+    expect(letters).toEqual([]);
+    expect(await shared.get(key)).toMatchObject({ state: 'done' });
+  });
 });
 
 describe('close() finishes what was acknowledged', () => {

@@ -2,7 +2,7 @@ import { type ParseEventResult, parseEvent } from '../events/parse-event.js';
 import type { PayhookEvent } from '../events/types.js';
 import type { IdempotencyStore } from '../store/types.js';
 import { createHandlerRunner, type HandlerRegistry, type Job } from './handler-run.js';
-import type { Lease, Leases } from './leases.js';
+import type { Lease } from './leases.js';
 import { type Logger, silentLogger, stderrLogger } from './logger.js';
 import type { MetricHooks } from './metrics.js';
 import { observeRuns } from './observe-run.js';
@@ -19,14 +19,14 @@ export interface ProcessEventOptions {
   retry: Required<RetryOptions>;
   logger: Logger;
   registry: HandlerRegistry;
-  leases: Leases;
   reportError(error: unknown, info: ErrorInfo): void;
   /** The metrics hook, guarded. */
   hooks: MetricHooks;
   /** Spans around handler runs, unless tracing is off. */
   tracing: Tracing | undefined;
   /**
-   * Called once the store knows the outcome, before the dead-letter callbacks: from then on a new
+   * Called once the store knows the outcome (or the lease passed to another instance), before the
+   * dead-letter callbacks: the work queue releases the event and its lease, and from then on a new
    * delivery of the key may be claimed again (a redelivery of a failed event is a second chance,
    * not a duplicate).
    */
@@ -39,8 +39,7 @@ export interface ProcessEventOptions {
  * with its error), then the dead-letter callbacks.
  */
 export function createEventProcessor(options: ProcessEventOptions) {
-  const { store, instanceId, leaseMs, retry, logger, registry, leases, reportError, onRecorded, hooks } =
-    options;
+  const { store, instanceId, leaseMs, retry, logger, registry, reportError, onRecorded, hooks } = options;
   const attempt = observeRuns(
     createHandlerRunner(registry, options.handlerTimeoutMs),
     hooks,
@@ -120,9 +119,11 @@ export function createEventProcessor(options: ProcessEventOptions) {
     }
   }
 
-  return async function processEvent(job: Job): Promise<void> {
-    // The lease is held, and renewed, from acceptance until the outcome is recorded.
-    const lease = leases.get(job.key) ?? leases.hold(job.key);
+  /**
+   * Runs `job` under `lease`, which the work queue holds and renews from the event's acceptance
+   * and drops when `onRecorded` releases it.
+   */
+  return async function processEvent(job: Job, lease: Lease): Promise<void> {
     let lastError: unknown;
     let attempts = 0;
     try {
@@ -152,7 +153,18 @@ export function createEventProcessor(options: ProcessEventOptions) {
             hooks.retried({ event: job.payload.event, nextAttempt: n + 1, delayMs });
             await sleep(delayMs);
           }
+          if (lease.lost) break;
         }
+      }
+      if (lease.lost && lastError !== undefined) {
+        // The lease passed to another instance between attempts (this one was cut off from the
+        // store for longer than a lease): that instance runs the event now. Trying again here
+        // would run the handlers twice at once, and a dead letter here would be a false one.
+        logger.warn(
+          { key: job.key, attempts },
+          'payhook: the lease on this event passed to another instance between attempts; not retried here',
+        );
+        return;
       }
       if (lastError === undefined) {
         await record(job.key, lease, undefined);
@@ -161,7 +173,6 @@ export function createEventProcessor(options: ProcessEventOptions) {
       }
       await record(job.key, lease, describe(lastError));
     } finally {
-      leases.drop(job.key);
       onRecorded(job.key);
     }
     const letter: DeadLetter = {

@@ -1,6 +1,6 @@
 import type { IdempotencyStore } from '../store/types.js';
 import type { HandlerRegistry, Job } from './handler-run.js';
-import { createLeases } from './leases.js';
+import { createLeases, type Lease } from './leases.js';
 import type { Logger } from './logger.js';
 import type { MetricHooks, ReceiverStats } from './metrics.js';
 import { createEventProcessor } from './process-event.js';
@@ -70,6 +70,11 @@ interface Entry {
   waiters: ((outcome: ClaimOutcome) => void)[] | undefined;
   /** The job, from `accepted` on. */
   job: Job | undefined;
+  /**
+   * Its lease in the store, held (and renewed) from `accepted` until the entry is released: taken
+   * and dropped here only, so no path can leave a lease renewed for an event no longer held.
+   */
+  lease: Lease | undefined;
 }
 
 /**
@@ -98,6 +103,7 @@ export function createWorkQueue(options: WorkQueueOptions) {
     if (entry === undefined) return;
     entries.delete(key);
     heldBytes -= entry.bytes;
+    if (entry.lease !== undefined) leases.drop(key);
     if (entries.size === 0 && emptied.length > 0) {
       const resolvers = emptied;
       emptied = [];
@@ -105,7 +111,7 @@ export function createWorkQueue(options: WorkQueueOptions) {
     }
   };
 
-  const processEvent = createEventProcessor({ ...options, leases, onRecorded: release });
+  const processEvent = createEventProcessor({ ...options, onRecorded: release });
 
   // Queued jobs in order; `head` is the next one. Workers take them until none is left.
   let queue: Job[] = [];
@@ -126,9 +132,17 @@ export function createWorkQueue(options: WorkQueueOptions) {
           head = 0;
         }
         const entry = entries.get(job.key);
-        if (entry !== undefined) entry.state = 'running';
+        if (entry?.lease === undefined) {
+          // Every queued job has its entry and lease until it is recorded: reaching here is a bug.
+          reportError(new Error(`payhook: queued event ${job.key} is not held`), {
+            key: job.key,
+            phase: 'handler',
+          });
+          continue;
+        }
+        entry.state = 'running';
         try {
-          await processEvent(job);
+          await processEvent(job, entry.lease);
         } catch (error) {
           reportError(error, { key: job.key, phase: 'handler' });
         }
@@ -175,7 +189,7 @@ export function createWorkQueue(options: WorkQueueOptions) {
     if (entries.size >= maxQueuedEvents || (entries.size > 0 && heldBytes + bytes > maxQueuedBytes)) {
       return FULL;
     }
-    entries.set(key, { state: 'claiming', bytes, waiters: undefined, job: undefined });
+    entries.set(key, { state: 'claiming', bytes, waiters: undefined, job: undefined, lease: undefined });
     heldBytes += bytes;
     return ADMITTED;
   };
@@ -193,7 +207,7 @@ export function createWorkQueue(options: WorkQueueOptions) {
       entry.state = 'accepted';
       entry.job = job;
       // Renewed from acceptance: an event may wait in the queue longer than a lease.
-      leases.hold(key);
+      entry.lease = leases.hold(key);
       if (closed) start(key);
     } else {
       release(key);
@@ -220,10 +234,9 @@ export function createWorkQueue(options: WorkQueueOptions) {
       start(job.key);
       return true;
     }
-    const held: Entry = { state: 'queued', bytes, waiters: undefined, job };
+    const held: Entry = { state: 'queued', bytes, waiters: undefined, job, lease: leases.hold(job.key) };
     entries.set(job.key, held);
     heldBytes += bytes;
-    leases.hold(job.key);
     push(held, job);
     return true;
   };
