@@ -1,9 +1,11 @@
 #!/usr/bin/env node
-// Part of `pnpm lint`: keeps each package's sources in the shape docs/decisions.md describes
-// ("Checks that keep the code's shape"). It fails on
+// Part of `pnpm lint`: keeps each package's sources in the shape docs/design.md describes ("Shape
+// checks"). It fails on
 //   - an import cycle between the modules of a package (type-only imports included: a cycle of
-//     types is still two files that cannot be read apart), and
-//   - a source file over MAX_LINES lines.
+//     types is still two files that cannot be read apart),
+//   - a source file over MAX_LINES lines, and
+//   - an import that runs upward between the directories of a package that has LAYERS (the
+//     sender's, drawn in docs/architecture.md, "The sender's layers"), or a directory without a layer.
 // Relative imports only: packages depend on each other through their public entry points, and the
 // workspace's dependency order already rules out cycles between packages.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -11,6 +13,19 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const MAX_LINES = 400;
+// Per package, its source directories from the bottom up: a module may import from its own
+// directory's layer and the layers below, never above. Files at the top of `src` are not layered:
+// the shared leaves (errors, ids, logger, timestamps...) and the entry points (service, index).
+const LAYERS = {
+  sender: [
+    ['db', 'net'],
+    ['signing'],
+    ['auth', 'endpoints'],
+    ['delivery'],
+    ['payments', 'listen'],
+    ['http', 'dashboard'],
+  ],
+};
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const IMPORT =
   /(?:^|\n)\s*(?:import|export)\b[^'"`;]*?\bfrom\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
@@ -83,6 +98,19 @@ for (const pkg of readdirSync(packagesDir)) {
   }
   const known = new Set(files);
   const graph = new Map();
+  const layers = LAYERS[pkg];
+  // The layer of a file in a directory of `src`, or undefined at the top of `src`.
+  const directory = (file) => relative(src, file).split(/[\\/]/).slice(0, -1)[0];
+  const layerOf = (dir) => layers.findIndex((names) => names.includes(dir));
+  if (layers) {
+    for (const dir of new Set(files.map(directory))) {
+      if (dir !== undefined && layerOf(dir) < 0) {
+        problems.push(
+          `${relative(root, join(src, dir))}/: no layer (add it to LAYERS here and to docs/architecture.md)`,
+        );
+      }
+    }
+  }
   for (const file of files) {
     const text = readFileSync(file, 'utf8');
     const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
@@ -95,6 +123,12 @@ for (const pkg of readdirSync(packagesDir)) {
       if (!specifier?.startsWith('.')) continue;
       const target = resolveImport(file, specifier, known);
       if (target) edges.push(target);
+      const [from, to] = [directory(file), target && directory(target)];
+      if (layers && from !== undefined && to !== undefined && layerOf(to) > layerOf(from)) {
+        problems.push(
+          `${relative(root, file)} imports ${relative(root, target)}: ${to}/ is a layer above ${from}/`,
+        );
+      }
     }
     graph.set(file, edges);
   }
@@ -107,4 +141,4 @@ if (problems.length > 0) {
   for (const problem of problems) console.error(`check-structure: ${problem}`);
   process.exit(1);
 }
-console.log('check-structure: no import cycles, no source file over 400 lines');
+console.log('check-structure: no import cycles, no source file over 400 lines, no import up a layer');

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { type RawBuilder, sql } from 'kysely';
-import type { WorkerLogger } from '../delivery/worker.js';
+import { silentLogger, type WorkerLogger } from '../logger.js';
 import type { Database } from './database.js';
 
 // autovacuum's own defaults (PostgreSQL's `autovacuum_*` settings): a table is vacuumed once its
@@ -77,8 +77,6 @@ interface TableCounters {
   rows: number;
 }
 
-const silent: WorkerLogger = { info() {}, warn() {}, error() {} };
-
 /**
  * Vacuums and analyzes the embedded database, which nothing else maintains: PGlite is PostgreSQL
  * in single-user mode, with no background workers, so autovacuum never runs. Every `intervalMs`, a
@@ -101,7 +99,7 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
   if (!Number.isInteger(intervalMs) || intervalMs < 0) {
     throw new TypeError(`Invalid intervalMs: ${intervalMs} (an integer, 0 or more).`);
   }
-  const log = options.logger ?? silent;
+  const log = options.logger ?? silentLogger;
   const now = options.now ?? (() => new Date());
   const active = database.kind === 'pglite';
   let timer: NodeJS.Timeout | undefined;

@@ -1,14 +1,7 @@
 import { isConnectionLost } from '../db/health.js';
+import type { WorkerLogger } from '../logger.js';
 
-/** The few logger methods the delivery worker uses (pino's, Fastify's `app.log`). */
-export interface WorkerLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
-/** A logger that drops everything: the worker's default. */
-export const silentLogger: WorkerLogger = { info() {}, warn() {}, error() {} };
+export { silentLogger, type WorkerLogger } from '../logger.js';
 
 /**
  * Logs a failed background step at `error`, unless the database is away: an outage is said once by

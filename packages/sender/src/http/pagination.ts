@@ -1,7 +1,11 @@
-import { type SqlBool, sql } from 'kysely';
 import { type Static, Type } from 'typebox';
+import { type Position, positionCondition } from '../db/keyset.js';
 import { ApiError } from '../errors.js';
 import { LIMIT_MESSAGE } from './errors.js';
+
+// A row's position and its SQL are the storage's (listen/ reads rows by it too); the list routes
+// take them from here.
+export { microsColumn, type Position, positionCondition } from '../db/keyset.js';
 
 /** Query of a list route: `limit` (default 15, at most 100), and one of the cursors `after` / `before`. */
 export const PageQuery = Type.Object(
@@ -34,12 +38,6 @@ export const Pagination = Type.Object(
   { after: Type.String(), before: Type.String(), limit: Type.Integer() },
   { title: 'Pagination' },
 );
-
-/** A row's position in newest-first order: creation time in microseconds, then id. */
-export interface Position {
-  micros: string;
-  id: string;
-}
 
 /** Cursors are opaque: base64url of the position of the row at the edge of a page. */
 export function encodeCursor(position: Position): string {
@@ -88,14 +86,6 @@ export function direction(query: PageQuery): { limit: number; after?: Position; 
     ...(query.before ? { before: decodeCursor(query.before, 'before') } : {}),
   };
 }
-
-/** Rows newer (`>`) or older (`<`) than a position, as a SQL condition on (created_at, id). */
-export function positionCondition(op: '<' | '>', position: Position) {
-  return sql<SqlBool>`(created_at, id) ${sql.raw(op)} (to_timestamp(${position.micros}::numeric / 1000000), ${position.id}::uuid)`;
-}
-
-/** A row's creation time in microseconds, as text (select it `as micros`). */
-export const microsColumn = sql<string>`(extract(epoch from created_at) * 1000000)::bigint::text`;
 
 /** Reads rows of one list: `where` (a position condition, or none), order of (created_at, id), at most `limit`. */
 export type PageReader<Row> = (

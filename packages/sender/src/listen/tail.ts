@@ -1,6 +1,6 @@
 import { type Kysely, type SqlBool, sql } from 'kysely';
+import { microsColumn, type Position, positionCondition } from '../db/keyset.js';
 import type { Mode, Schema } from '../db/schema.js';
-import { microsColumn, type Position, positionCondition } from '../http/pagination.js';
 
 /** An event as a listener gets it: the exact bytes every delivery sends, and where it stands. */
 export interface TailedEvent {
