@@ -23,6 +23,7 @@ export const ERROR_STATUS = {
   handler_failed: 500,
   handler_timeout: 500,
   internal_error: 500,
+  client_address_unknown: 500,
   store_unavailable: 503,
   queue_full: 503,
   shutting_down: 503,

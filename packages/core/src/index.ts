@@ -115,6 +115,7 @@ export type {
   ErrorInfo,
   EventHandler,
   HandlerContext,
+  ProcessedEvent,
   Receiver,
   ReceiverOptions,
   ReceiverRequest,

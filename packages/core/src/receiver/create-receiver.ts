@@ -205,6 +205,18 @@ export function createReceiver(options: ReceiverOptions): Receiver {
             trustedProxies,
           })
         : (request.clientIp ?? request.remoteAddress)?.trim();
+      if (allowList && !clientIp) {
+        logger.warn(
+          {},
+          'payhook: request refused, its client address is unknown and the allow-list needs one',
+        );
+        return refuse(
+          new PayhookError(
+            'client_address_unknown',
+            'The client address of this request is unknown, so the allow-list cannot be checked. Tell the adapter where the platform gives it (@payhook/web: the getClientAddress option, or trustCloudflare behind Cloudflare), or set allowAnyIp if signatures and checksums are enough.',
+          ),
+        );
+      }
       if (allowList && (clientIp === undefined || !allowList.contains(clientIp))) {
         const ip = normalizeIp(clientIp);
         logger.warn({ ip }, 'payhook: request from an address outside the allow-list refused');
@@ -328,6 +340,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         body: { received: true },
         headers: {},
         afterResponse: () => work.start(key),
+        processed: () => work.processed(key),
       };
     },
 

@@ -15,6 +15,7 @@ import { closest } from './suggest.js';
 export const REFUSAL_REASONS = [
   'shutting_down',
   'ip_not_allowed',
+  'client_address_unknown',
   'method_not_allowed',
   'unsupported_media_type',
   'payload_too_large',

@@ -8,7 +8,7 @@ import type { MetricHooks } from './metrics.js';
 import { observeRuns } from './observe-run.js';
 import { type RetryOptions, retryDelay } from './retry.js';
 import type { Tracing } from './tracing.js';
-import type { DeadLetter, ErrorInfo } from './types.js';
+import type { DeadLetter, ErrorInfo, ProcessedEvent } from './types.js';
 
 /** What processing an event needs from its receiver. */
 export interface ProcessEventOptions {
@@ -30,7 +30,7 @@ export interface ProcessEventOptions {
    * delivery of the key may be claimed again (a redelivery of a failed event is a second chance,
    * not a duplicate).
    */
-  onRecorded(key: string): void;
+  onRecorded(key: string, processed: ProcessedEvent): void;
 }
 
 /**
@@ -126,6 +126,8 @@ export function createEventProcessor(options: ProcessEventOptions) {
   return async function processEvent(job: Job, lease: Lease): Promise<void> {
     let lastError: unknown;
     let attempts = 0;
+    // Until an outcome is recorded here, the event is another instance's (its lease passed).
+    let processed: ProcessedEvent = TAKEN_OVER;
     try {
       if (lease.lost) {
         // Another instance took the event over while it waited here: it is that instance's now.
@@ -167,13 +169,15 @@ export function createEventProcessor(options: ProcessEventOptions) {
         return;
       }
       if (lastError === undefined) {
+        processed = DONE;
         await record(job.key, lease, undefined);
         if (debug) logger.debug({ key: job.key, event: job.payload.event }, 'payhook: event processed');
         return;
       }
+      processed = { outcome: 'failed', error: lastError };
       await record(job.key, lease, describe(lastError));
     } finally {
-      onRecorded(job.key);
+      onRecorded(job.key, processed);
     }
     const letter: DeadLetter = {
       key: job.key,
@@ -192,6 +196,9 @@ export function createEventProcessor(options: ProcessEventOptions) {
     }
   };
 }
+
+const DONE: ProcessedEvent = { outcome: 'done' };
+const TAKEN_OVER: ProcessedEvent = { outcome: 'taken_over' };
 
 function describe(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;

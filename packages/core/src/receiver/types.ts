@@ -127,7 +127,27 @@ export interface ReceiverResult {
   headers: Record<string, string>;
   /** Enqueues the accepted event; call it after the response is written (see `runAfterResponse`). */
   afterResponse?: () => void;
+  /**
+   * Of an accepted event: resolves, never rejects, once its processing on this instance has ended
+   * and its outcome is recorded. For an adapter that must hold a serverless instance alive while
+   * the handlers run (`waitUntil(result.processed())`) or answer only after them. Call it with
+   * `afterResponse`, in the same turn (the work starts on a later one); called once the event is
+   * no longer held here, it resolves `not_held`.
+   */
+  processed?: () => Promise<ProcessedEvent>;
 }
+
+/**
+ * How the processing of an accepted event ended on this instance: `done` (its handlers
+ * succeeded), `failed` (they failed after every local retry; recorded as failed and
+ * dead-lettered, and `error` is the last failure), `taken_over` (its lease passed to another
+ * instance, which runs it), or `not_held` (this instance no longer held it when asked).
+ */
+export type ProcessedEvent =
+  | { outcome: 'done' }
+  | { outcome: 'failed'; error: unknown }
+  | { outcome: 'taken_over' }
+  | { outcome: 'not_held' };
 
 /** Passed to every handler with the event. */
 export interface HandlerContext {

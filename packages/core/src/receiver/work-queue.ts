@@ -6,7 +6,7 @@ import type { MetricHooks, ReceiverStats } from './metrics.js';
 import { createEventProcessor } from './process-event.js';
 import type { RetryOptions } from './retry.js';
 import type { Tracing } from './tracing.js';
-import type { ErrorInfo } from './types.js';
+import type { ErrorInfo, ProcessedEvent } from './types.js';
 
 export type { HandlerRegistry, Job } from './handler-run.js';
 
@@ -97,8 +97,15 @@ export function createWorkQueue(options: WorkQueueOptions) {
   // Resolved when `entries` empties (idle and close wait on it).
   let emptied: (() => void)[] = [];
   let recovering: Promise<number> | undefined;
+  // Who waits for the end of one event's processing (`processed`); empty unless an adapter asks.
+  const watchers = new Map<string, ((processed: ProcessedEvent) => void)[]>();
 
-  const release = (key: string) => {
+  const release = (key: string, processed: ProcessedEvent = NOT_HELD) => {
+    const watching = watchers.size > 0 ? watchers.get(key) : undefined;
+    if (watching !== undefined) {
+      watchers.delete(key);
+      for (const resolve of watching) resolve(processed);
+    }
     const entry = entries.get(key);
     if (entry === undefined) return;
     entries.delete(key);
@@ -248,6 +255,19 @@ export function createWorkQueue(options: WorkQueueOptions) {
   };
 
   /**
+   * Resolves once the processing of the event held under `key` has ended here and its outcome is
+   * recorded, with how it ended; at once with `not_held` if this instance does not hold it.
+   */
+  const processed = (key: string): Promise<ProcessedEvent> => {
+    if (!entries.has(key)) return Promise.resolve(NOT_HELD);
+    return new Promise((resolve) => {
+      const list = watchers.get(key);
+      if (list === undefined) watchers.set(key, [resolve]);
+      else list.push(resolve);
+    });
+  };
+
+  /**
    * Stops intake and finishes what was admitted: claims in flight are decided, every accepted
    * event is started whether or not its response was written, and a recovery in progress ends;
    * resolves once all of it has been processed and recorded.
@@ -307,12 +327,13 @@ export function createWorkQueue(options: WorkQueueOptions) {
     };
   };
 
-  return { admit, decide, start, enqueue, recover, idle, close, stats };
+  return { admit, decide, start, enqueue, recover, idle, processed, close, stats };
 }
 
 /** The work queue of a receiver. */
 export type WorkQueue = ReturnType<typeof createWorkQueue>;
 
+const NOT_HELD: ProcessedEvent = { outcome: 'not_held' };
 const ADMITTED: Admission = { kind: 'admitted' };
 const DUPLICATE: Admission = { kind: 'duplicate' };
 const FULL: Admission = { kind: 'full' };
