@@ -1,0 +1,49 @@
+// What the Web-standard examples share (Bun, Deno, Workers, Hono, Next.js): the receiver's
+// settings from a plain record of strings (process.env, Deno.env.toObject(), a Worker's env) and
+// a console log of what it hands over. No Node built-in and no store client: it runs everywhere.
+
+/** Receiver options from `env`; throws an Error naming the missing setting. */
+export function webReceiverOptions(env) {
+  const businessId = env.BUSINESS_ID;
+  if (!businessId) throw new Error('Set BUSINESS_ID to the id of the business that receives the events.');
+  const allowed = list(env.ALLOWED_IPS);
+  if (allowed.length === 0) {
+    throw new Error(
+      'Set ALLOWED_IPS to the addresses events come from (comma-separated), or "*" to allow any (local testing only).',
+    );
+  }
+  // WEBHOOK_SECRET (optional): the signing secret, whsec_... (several, comma-separated, during a
+  // rotation). REQUIRE_SIGNATURE=1 then refuses unsigned requests.
+  const secrets = list(env.WEBHOOK_SECRET);
+  return {
+    businessIds: [businessId],
+    ...(allowed.includes('*') ? { allowAnyIp: true } : { allowedIps: allowed }),
+    ...(secrets.length > 0 ? { signingSecrets: secrets } : {}),
+    ...(env.REQUIRE_SIGNATURE === '1' ? { requireSignature: true } : {}),
+    logger: consoleLogger,
+  };
+}
+
+const list = (value) =>
+  (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+const write = (level) => (obj, msg) =>
+  console.log(JSON.stringify({ level, time: new Date().toISOString(), msg, ...obj }));
+export const consoleLogger = { debug() {}, info: write('info'), warn: write('warn'), error: write('error') };
+
+/** Logs what the receiver hands over; a real server would update its orders here. */
+export function logEvents(receiver, runtime) {
+  receiver.onAny((event, { key, attempt }) => {
+    const payment = event.data ?? {};
+    console.log(
+      `[${runtime}] ${event.event} payment=${payment.id} status=${payment.status} amount=${payment.amount} ${payment.currency} (key ${key.slice(-12)}, attempt ${attempt})`,
+    );
+  });
+  receiver.onUnrecognized(({ event, reason }) =>
+    console.log(`[${runtime}] unrecognized ${event.event}: ${reason}`),
+  );
+  receiver.onDeadLetter(({ key, error }) => console.log(`[${runtime}] dead-lettered ${key}: ${error}`));
+}
