@@ -1,3 +1,4 @@
+import { base64Of, utf8Slice } from './bytes.js';
 import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
 import { type AppliedCanonicalization, candidateMessages, hmacHex, type VerifyOptions } from './checksum.js';
 import { parseEnvelope, type VerifyInput } from './envelope.js';
@@ -263,13 +264,13 @@ export function explainSignature(
       problem: `missing header(s): ${[!id && 'webhook-id', !timestamp && 'webhook-timestamp', !signature && 'webhook-signature'].filter(Boolean).join(', ')}`,
     };
   }
-  const text = typeof body === 'string' ? body : Buffer.from(body).toString('utf8');
+  const text = typeof body === 'string' ? body : utf8Slice(body, 0, body.length);
   const skew = isTimestampText(timestamp)
     ? Math.round((options.now ?? Date.now()) / 1000 - Number(timestamp))
     : undefined;
   const tolerance = options.toleranceSeconds ?? DEFAULT_SIGNATURE_TOLERANCE_SECONDS;
   const secrets: SignatureExplanation['secrets'] = [];
-  options.secrets.forEach((s, index) => {
+  (options.secrets ?? []).forEach((s, index) => {
     let key: SigningKey;
     try {
       key = typeof s === 'string' ? parseSigningSecret(s) : s;
@@ -277,7 +278,7 @@ export function explainSignature(
       secrets.push({ index, secretPrefix: '(invalid secret)', expected: '', matches: false });
       return;
     }
-    const expected = `v1,${signatureDigest(key.key, id, timestamp, body).toString('base64')}`;
+    const expected = `v1,${base64Of(signatureDigest(key.key, id, timestamp, body))}`;
     secrets.push({
       index,
       secretPrefix: `${key.secret.slice(0, SIGNING_SECRET_PREFIX.length + 4)}...`,

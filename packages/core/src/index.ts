@@ -10,6 +10,28 @@ export type {
   VerifySuccess,
 } from './checksum.js';
 export { computeChecksum, verifyChecksum } from './checksum.js';
+export type {
+  SigningKeyPair,
+  SigningPublicKey,
+  SigningSecretKey,
+  SignWebhookV1aInput,
+  V1aSignatureHeaders,
+} from './ed25519.js';
+export {
+  ED25519_SIGNATURE_BYTES,
+  generateSigningKeyPair,
+  generateSigningKeyPairAsync,
+  parseSigningPublicKey,
+  parseSigningSecretKey,
+  SIGNING_PUBLIC_KEY_PREFIX,
+  SIGNING_SECRET_KEY_PREFIX,
+  signingPublicKeyOf,
+  signingPublicKeyOfAsync,
+  signV1a,
+  signV1aAsync,
+  signWebhookV1a,
+  signWebhookV1aAsync,
+} from './ed25519.js';
 export { encodeEnvelope } from './envelope.js';
 export type { PayhookErrorCode, PayhookErrorDetail, PayhookErrorOptions } from './errors.js';
 export { ERROR_STATUS, isPayhookError, PayhookError } from './errors.js';
@@ -78,6 +100,7 @@ export type { ClientIpInput, IpAllowList } from './ip.js';
 export { createIpAllowList, normalizeIp, resolveClientIp } from './ip.js';
 export type { LexicalOptions } from './lexical-canonical-json.js';
 export { lexicalCanonicalJson } from './lexical-canonical-json.js';
+export type { CryptoPath } from './platform.js';
 export { runAfterResponse } from './receiver/after-response.js';
 export { isJsonContentType } from './receiver/content-type.js';
 export {
@@ -139,8 +162,10 @@ export type {
 export type {
   ReceivedSignature,
   SignatureResult,
+  SignatureSuccess,
   SigningKey,
   SignWebhookInput,
+  VerifySignatureAsyncOptions,
   VerifySignatureOptions,
   WebhookSignatureHeaders,
 } from './webhook-signature.js';
@@ -153,4 +178,5 @@ export {
   SIGNING_SECRET_PREFIX,
   signWebhook,
   verifyWebhookSignature,
+  verifyWebhookSignatureAsync,
 } from './webhook-signature.js';

@@ -1,9 +1,18 @@
 // Standard Webhooks signatures (https://www.standardwebhooks.com): beside the service's checksum,
 // a signature keyed by a strong per-business secret, over the event's id, a timestamp and the exact
 // body bytes. docs/decisions.md, "Signatures beside the checksum".
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { allocBytes, base64Of, bytesOfBase64, joinBytes } from './bytes.js';
+import {
+  listV1aSignatures,
+  matchV1a,
+  matchV1aAsync,
+  parseSigningPublicKey,
+  type SigningPublicKey,
+} from './ed25519.js';
 import { PayhookError } from './errors.js';
 import { hmac } from './hmac.js';
+import { hmacVerifyWeb } from './hmac-web.js';
+import { type CryptoPath, nodeCrypto, resolveCryptoPath } from './platform.js';
 
 /** The prefix of a signing secret; the rest is the key in base64. */
 export const SIGNING_SECRET_PREFIX = 'whsec_';
@@ -33,7 +42,7 @@ export interface ReceivedSignature {
 export interface SigningKey {
   /** The secret as configured (`whsec_...`). */
   secret: string;
-  key: Buffer;
+  key: Uint8Array;
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -57,7 +66,7 @@ export function parseSigningSecret(secret: string): SigningKey {
   if (encoded.length % 4 === 1 || !BASE64.test(encoded)) {
     throw new TypeError(`Invalid signing secret: the part after "${SIGNING_SECRET_PREFIX}" is not base64.`);
   }
-  const key = Buffer.from(encoded, 'base64');
+  const key = bytesOfBase64(encoded) as Uint8Array;
   if (key.length < MIN_SIGNING_SECRET_BYTES) {
     throw new TypeError(
       `Invalid signing secret: ${key.length} bytes of key, at least ${MIN_SIGNING_SECRET_BYTES} are needed.`,
@@ -78,7 +87,7 @@ export function generateSigningSecret(bytes = 32): string {
   if (!Number.isInteger(bytes) || bytes < MIN_SIGNING_SECRET_BYTES) {
     throw new TypeError(`A signing secret needs at least ${MIN_SIGNING_SECRET_BYTES} bytes.`);
   }
-  return SIGNING_SECRET_PREFIX + randomBytes(bytes).toString('base64');
+  return SIGNING_SECRET_PREFIX + base64Of(globalThis.crypto.getRandomValues(new Uint8Array(bytes)));
 }
 
 const keysOf = (secrets: readonly (string | SigningKey)[]): SigningKey[] =>
@@ -102,11 +111,11 @@ const signedHead = (id: string, timestamp: string) => `${id}.${timestamp}.`;
 
 /** The HMAC-SHA256 of `id.timestamp.body` under `key`: the bytes a `v1,` signature carries. */
 export function signatureDigest(
-  key: Buffer,
+  key: Uint8Array,
   id: string,
   timestamp: string,
   body: string | Uint8Array,
-): Buffer {
+): Uint8Array {
   return hmac(key, signedHead(id, timestamp), body, 'buffer');
 }
 
@@ -168,18 +177,37 @@ export function readSignatureHeaders(headers: Readonly<Record<string, HeaderValu
 
 /** Options of {@link verifyWebhookSignature}. */
 export interface VerifySignatureOptions {
-  /** The secrets this receiver accepts (during a rotation, the new and the previous one). */
-  secrets: readonly (string | SigningKey)[];
+  /**
+   * The `whsec_` secrets this receiver accepts for `v1` (HMAC) signatures (during a rotation, the
+   * new and the previous one).
+   */
+  secrets?: readonly (string | SigningKey)[] | undefined;
+  /**
+   * The `whpk_` Ed25519 public keys this receiver accepts for `v1a` signatures (during a rotation,
+   * several). With `secrets` too, a signature under either passes.
+   */
+  publicKeys?: readonly (string | SigningPublicKey)[] | undefined;
   /** Largest distance between the timestamp and `now`, either way, in seconds (default 300). */
   toleranceSeconds?: number;
   /** The receiver's clock, in ms (default `Date.now()`). */
   now?: number;
 }
 
+/** A signature that verified. */
+export interface SignatureSuccess {
+  ok: true;
+  id: string;
+  timestamp: number;
+  /** `v1` (HMAC-SHA256 under a secret) or `v1a` (Ed25519 under a public key). */
+  scheme: 'v1' | 'v1a';
+  /** Which configured secret matched (`v1`), else -1. */
+  secretIndex: number;
+  /** Which configured public key matched (`v1a`), else -1. */
+  publicKeyIndex: number;
+}
+
 /** What {@link verifyWebhookSignature} found. */
-export type SignatureResult =
-  | { ok: true; id: string; timestamp: number /** Which configured secret matched. */; secretIndex: number }
-  | { ok: false; error: PayhookError };
+export type SignatureResult = SignatureSuccess | { ok: false; error: PayhookError };
 
 const SIGNATURE_BYTES = 32;
 const fail = (code: 'invalid_signature' | 'signature_timestamp_out_of_tolerance', message: string) =>
@@ -190,8 +218,9 @@ const MAX_LISTED = 16;
 // Where the listed signatures' base64 texts are in the header, as [from, to) pairs, and two
 // buffers to decode a pair of signatures into: kept between calls (verifying is synchronous).
 const listed = new Int32Array(2 * MAX_LISTED);
-const decodedListed = Buffer.alloc(SIGNATURE_BYTES);
-const decodedExpected = Buffer.alloc(SIGNATURE_BYTES);
+// Buffers only where Node's are (this path runs only there).
+const decodedListed = nodeCrypto ? (allocBytes(SIGNATURE_BYTES) as Buffer) : undefined;
+const decodedExpected = nodeCrypto ? (allocBytes(SIGNATURE_BYTES) as Buffer) : undefined;
 
 /**
  * Finds the `v1` signatures of the right length (32 bytes of base64, padded or not) a header
@@ -234,16 +263,81 @@ function signatureMatches(header: string, from: number, to: number, expected: st
       difference |= expected.charCodeAt(k) ^ header.charCodeAt(from + k);
     if (difference === 0) return true;
   }
-  if (decodedListed.write(header.slice(from, to), 'base64') !== SIGNATURE_BYTES) return false;
-  decodedExpected.write(expected, 'base64');
-  return timingSafeEqual(decodedListed, decodedExpected);
+  const listedBytes = decodedListed as Buffer;
+  const expectedBytes = decodedExpected as Buffer;
+  if (listedBytes.write(header.slice(from, to), 'base64') !== SIGNATURE_BYTES) return false;
+  expectedBytes.write(expected, 'base64');
+  return (nodeCrypto as NonNullable<typeof nodeCrypto>).timingSafeEqual(listedBytes, expectedBytes);
 }
+
+/** The headers' id, timestamp and signature list, checked; or the failure to answer. */
+type Prechecked =
+  | { id: string; timestamp: string; seconds: number; signature: string; failure?: undefined }
+  | { failure: SignatureResult };
+
+function precheck(received: ReceivedSignature, options: VerifySignatureOptions): Prechecked {
+  const { id, timestamp, signature } = received;
+  if (!id || !timestamp || !signature) {
+    return {
+      failure: fail(
+        'invalid_signature',
+        'The signature headers are incomplete: webhook-id, webhook-timestamp and webhook-signature go together.',
+      ),
+    };
+  }
+  if (!isTimestampText(timestamp)) {
+    return { failure: fail('invalid_signature', 'webhook-timestamp is not a whole number of seconds.') };
+  }
+  const tolerance = options.toleranceSeconds ?? DEFAULT_SIGNATURE_TOLERANCE_SECONDS;
+  const seconds = Number(timestamp);
+  const now = (options.now ?? Date.now()) / 1000;
+  if (Math.abs(now - seconds) > tolerance) {
+    return {
+      failure: fail(
+        'signature_timestamp_out_of_tolerance',
+        `webhook-timestamp is ${Math.round(now - seconds)} s from this receiver's clock; at most ${tolerance} s either way is accepted (a replay, or a clock to set right).`,
+      ),
+    };
+  }
+  return { id, timestamp, seconds, signature };
+}
+
+const publicKeysOf = (keys: VerifySignatureOptions['publicKeys']): SigningPublicKey[] =>
+  (keys ?? []).map((k) => (typeof k === 'string' ? parseSigningPublicKey(k) : k));
+
+function noMatch(options: VerifySignatureOptions, listedV1: number, listedV1a: number): SignatureResult {
+  const v1 = (options.secrets?.length ?? 0) > 0;
+  const v1a = (options.publicKeys?.length ?? 0) > 0;
+  const wanted = v1 && v1a ? 'v1 or v1a' : v1a ? 'v1a' : 'v1';
+  const listed = (v1 ? listedV1 : 0) + (v1a ? listedV1a : 0);
+  return fail(
+    'invalid_signature',
+    listed === 0
+      ? `webhook-signature lists no ${wanted} signature.`
+      : `No webhook-signature matches a configured ${v1 && v1a ? 'signing secret or public key' : v1a ? 'signing public key' : 'signing secret'}.`,
+  );
+}
+
+const matched = (
+  checked: { id: string; seconds: number },
+  scheme: 'v1' | 'v1a',
+  index: number,
+): SignatureSuccess => ({
+  ok: true,
+  id: checked.id,
+  timestamp: checked.seconds,
+  scheme,
+  secretIndex: scheme === 'v1' ? index : -1,
+  publicKeyIndex: scheme === 'v1a' ? index : -1,
+});
 
 /**
  * Verifies Standard Webhooks headers against the exact body: the timestamp within the tolerance
  * (both directions), then every configured secret against every listed `v1` signature, compared
- * in constant time. Missing headers are `invalid_signature` here; whether a request may come
- * without them at all is the receiver's `requireSignature`.
+ * in constant time, and every configured public key against every listed `v1a` (Ed25519)
+ * signature. Missing headers are `invalid_signature` here; whether a request may come without
+ * them at all is the receiver's `requireSignature`. Synchronous, on node:crypto; where it is
+ * missing (browsers, Workers) use {@link verifyWebhookSignatureAsync}.
  *
  * @example
  * ```ts
@@ -256,29 +350,13 @@ export function verifyWebhookSignature(
   body: string | Uint8Array,
   options: VerifySignatureOptions,
 ): SignatureResult {
-  const { id, timestamp, signature } = received;
-  if (!id || !timestamp || !signature) {
-    return fail(
-      'invalid_signature',
-      'The signature headers are incomplete: webhook-id, webhook-timestamp and webhook-signature go together.',
-    );
-  }
-  if (!isTimestampText(timestamp)) {
-    return fail('invalid_signature', 'webhook-timestamp is not a whole number of seconds.');
-  }
-  const tolerance = options.toleranceSeconds ?? DEFAULT_SIGNATURE_TOLERANCE_SECONDS;
-  const seconds = Number(timestamp);
-  const now = (options.now ?? Date.now()) / 1000;
-  if (Math.abs(now - seconds) > tolerance) {
-    return fail(
-      'signature_timestamp_out_of_tolerance',
-      `webhook-timestamp is ${Math.round(now - seconds)} s from this receiver's clock; at most ${tolerance} s either way is accepted (a replay, or a clock to set right).`,
-    );
-  }
-  const { secrets } = options;
+  const checked = precheck(received, options);
+  if (checked.failure) return checked.failure;
+  const { id, timestamp, signature } = checked;
+  const secrets = options.secrets ?? [];
   const count = listSignatures(signature);
   const head = signedHead(id, timestamp);
-  let matched = -1;
+  let found = -1;
   // Every pair is compared, so the time taken says nothing about which one matched.
   for (let k = 0; k < secrets.length; k++) {
     const secret = secrets[k] as string | SigningKey;
@@ -286,17 +364,82 @@ export function verifyWebhookSignature(
     const expected = hmac(key, head, body, 'base64');
     for (let j = 0; j < count; j++) {
       const from = listed[2 * j] as number;
-      if (signatureMatches(signature, from, listed[2 * j + 1] as number, expected) && matched < 0)
-        matched = k;
+      if (signatureMatches(signature, from, listed[2 * j + 1] as number, expected) && found < 0) found = k;
     }
   }
-  if (matched < 0) {
-    return fail(
-      'invalid_signature',
-      count === 0
-        ? 'webhook-signature lists no v1 signature.'
-        : 'No webhook-signature matches a configured signing secret.',
-    );
+  if (found >= 0) return matched(checked, 'v1', found);
+  let listedV1a = 0;
+  if (options.publicKeys !== undefined && options.publicKeys.length > 0) {
+    const signatures = listV1aSignatures(signature, MAX_LISTED);
+    listedV1a = signatures.length;
+    found = matchV1a(publicKeysOf(options.publicKeys), signatures, joinBytes(head, body));
+    if (found >= 0) return matched(checked, 'v1a', found);
   }
-  return { ok: true, id, timestamp: seconds, secretIndex: matched };
+  return noMatch(options, count, listedV1a);
+}
+
+/** The `v1` signatures a header lists, decoded (32 bytes each), at most {@link MAX_LISTED}. */
+function listV1Signatures(header: string): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (const entry of header.split(' ')) {
+    if (out.length >= MAX_LISTED) break;
+    if (!entry.startsWith('v1,')) continue;
+    const bytes = bytesOfBase64(entry.slice(3));
+    if (bytes !== undefined && bytes.length === SIGNATURE_BYTES) out.push(bytes);
+  }
+  return out;
+}
+
+/** Options of {@link verifyWebhookSignatureAsync}. */
+export interface VerifySignatureAsyncOptions extends VerifySignatureOptions {
+  /**
+   * `auto` (default): node:crypto where the runtime has it, else Web Crypto. `web` forces Web
+   * Crypto (to try that path on Node), `node` requires node:crypto.
+   */
+  crypto?: CryptoPath | undefined;
+}
+
+/**
+ * {@link verifyWebhookSignature} on every runtime: on Web Crypto where node:crypto is missing
+ * (browsers, Workers without nodejs_compat), where HMAC signatures are compared in constant time
+ * by `crypto.subtle.verify`; on Node it answers with the synchronous verdict. Same verdicts, same
+ * errors.
+ *
+ * @example
+ * ```ts
+ * const result = await verifyWebhookSignatureAsync(readSignatureHeaders(headers), rawBody, {
+ *   publicKeys: ['whpk_...'],
+ * });
+ * if (!result.ok) return new Response(JSON.stringify(result.error), { status: result.error.status });
+ * ```
+ */
+export async function verifyWebhookSignatureAsync(
+  received: ReceivedSignature,
+  body: string | Uint8Array,
+  options: VerifySignatureAsyncOptions,
+): Promise<SignatureResult> {
+  if (resolveCryptoPath(options.crypto) === 'node') return verifyWebhookSignature(received, body, options);
+  const checked = precheck(received, options);
+  if (checked.failure) return checked.failure;
+  const { id, timestamp, signature } = checked;
+  const secrets = options.secrets ?? [];
+  const publicKeys = publicKeysOf(options.publicKeys);
+  const v1 = listV1Signatures(signature);
+  // The signed bytes, made once: the body may be a view its owner reuses after this call.
+  const content = joinBytes(signedHead(id, timestamp), body);
+  const keys = secrets.map((s) => (typeof s === 'string' ? parseSigningSecret(s) : s).key);
+  // Every pair is compared, as on Node.
+  const verdicts = await Promise.all(
+    keys.map((key) => Promise.all(v1.map((listedBytes) => hmacVerifyWeb(key, content, listedBytes)))),
+  );
+  const found = verdicts.findIndex((row) => row.includes(true));
+  if (found >= 0) return matched(checked, 'v1', found);
+  let listedV1a = 0;
+  if (publicKeys.length > 0) {
+    const signatures = listV1aSignatures(signature, MAX_LISTED);
+    listedV1a = signatures.length;
+    const index = await matchV1aAsync(publicKeys, signatures, content);
+    if (index >= 0) return matched(checked, 'v1a', index);
+  }
+  return noMatch(options, v1.length, listedV1a);
 }

@@ -138,7 +138,9 @@ describe('verifyWebhookSignature', () => {
       ok: true,
       id: 'evt_1',
       timestamp: 1_800_000_000,
+      scheme: 'v1',
       secretIndex: 0,
+      publicKeyIndex: -1,
     });
     const rotated = verifyWebhookSignature(received(signed()), body, {
       ...options,

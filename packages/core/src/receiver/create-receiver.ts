@@ -260,10 +260,12 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           'payhook: a body parser ran before the webhook handler, so only RFC 8785 canonicalization applies and duplicate keys go unseen; mount payhook before the body parser for full protection',
         );
       }
-      const unsigned = checkSignature(
+      let unsigned = checkSignature(
         request,
         rawBody !== undefined ? { rawBody } : { parsedBody: request.parsedBody },
       );
+      // A promise only on Web Crypto: on node:crypto the step stays synchronous.
+      if (unsigned instanceof Promise) unsigned = await unsigned;
       if (unsigned) return refuseEvent(unsigned, clientIp);
       // parseEnvelope and verifyEnvelope are verifyChecksum in two steps, so that the body's text,
       // decoded once, is also what the store keeps.

@@ -1,5 +1,6 @@
 import type { Canonicalization } from '../checksum.js';
 import type { KnownEventMap, KnownEventName, PayhookEvent, UnknownEvent } from '../events/types.js';
+import type { CryptoPath } from '../platform.js';
 import type { IdempotencyStore } from '../store/types.js';
 import type { Logger } from './logger.js';
 import type { ReceiverMetrics, ReceiverStats } from './metrics.js';
@@ -25,6 +26,18 @@ export interface ReceiverOptions {
    * valid signature with a timestamp within the tolerance, and its checksum must verify too.
    */
   signingSecrets?: readonly string[];
+  /**
+   * Standard Webhooks Ed25519 public keys (`whpk_...`) this receiver verifies `v1a` signatures
+   * with; several during a rotation, any one verifying passes. A receiver holding only public keys
+   * holds nothing that can sign. With `signingSecrets` too, a `v1` or a `v1a` signature passes.
+   */
+  signingPublicKeys?: readonly string[];
+  /**
+   * Which implementation verifies checksums and signatures: `auto` (default) takes node:crypto
+   * where the runtime has it (synchronous, the fast path) and Web Crypto elsewhere (browsers,
+   * Workers without nodejs_compat); `web` forces Web Crypto, `node` requires node:crypto.
+   */
+  crypto?: CryptoPath;
   /**
    * Refuse requests without signature headers (401 `signature_required`). Default false: unsigned
    * requests are still verified by their checksum alone, so a receiver can take signatures before
