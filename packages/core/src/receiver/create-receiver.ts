@@ -1,6 +1,7 @@
 import { type ParsedEnvelope, parseEnvelope, type VerifyResult, verifyEnvelope } from '../checksum.js';
 import { isPayhookError, PayhookError } from '../errors.js';
-import { normalizeIp, resolveClientIp } from '../ip.js';
+import { normalizeIp } from '../ip.js';
+import { addressRefusal, clientAddress } from './client-address.js';
 import type { IdempotencyStore } from '../store/types.js';
 import { isJsonContentType } from './content-type.js';
 import { warnIfUnknownName } from './event-names.js';
@@ -196,34 +197,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     async handle(request) {
       checkRequestFields(request);
       if (closing) return shuttingDown();
-      // Without trusted proxies the framework's address is checked as it is (the allow-list reads
-      // every form of an address); it is normalized only for the log.
-      const clientIp = trustedProxies
-        ? resolveClientIp({
-            remoteAddress: request.remoteAddress,
-            forwardedFor: request.forwardedFor,
-            trustedProxies,
-          })
-        : (request.clientIp ?? request.remoteAddress)?.trim();
-      if (allowList && !clientIp) {
-        logger.warn(
-          {},
-          'payhook: request refused, its client address is unknown and the allow-list needs one',
-        );
-        return refuse(
-          new PayhookError(
-            'client_address_unknown',
-            'The client address of this request is unknown, so the allow-list cannot be checked. Tell the adapter where the platform gives it (@payhook/web: the getClientAddress option, or trustCloudflare behind Cloudflare), or set allowAnyIp if signatures and checksums are enough.',
-          ),
-        );
-      }
-      if (allowList && (clientIp === undefined || !allowList.contains(clientIp))) {
-        const ip = normalizeIp(clientIp);
-        logger.warn({ ip }, 'payhook: request from an address outside the allow-list refused');
-        return refuse(
-          new PayhookError('ip_not_allowed', `Requests from ${ip ?? 'an unknown address'} are not accepted.`),
-        );
-      }
+      const clientIp = clientAddress(request, trustedProxies);
+      const refusedAddress = allowList && addressRefusal(allowList, clientIp, logger);
+      if (refusedAddress) return refuse(refusedAddress);
       if (request.method.toUpperCase() !== 'POST') {
         return refuse(new PayhookError('method_not_allowed', 'Webhook events are sent with POST.'), {
           allow: 'POST',
