@@ -14,6 +14,7 @@ const alias = [
   { find: /^@payhook\/express$/, replacement: src('express') },
   { find: /^@payhook\/koa$/, replacement: src('koa') },
   { find: /^@payhook\/fastify$/, replacement: src('fastify') },
+  { find: /^@payhook\/web$/, replacement: src('web') },
   { find: /^@payhook\/redis$/, replacement: src('redis') },
   { find: /^@payhook\/sender$/, replacement: src('sender') },
 ];
@@ -55,6 +56,7 @@ export default defineConfig(({ mode }) => ({
       pkg(mode, 'express'),
       pkg(mode, 'koa'),
       pkg(mode, 'fastify'),
+      pkg(mode, 'web'),
       // Real processes, a fault proxy and timing against the shared Redis: one file at a time.
       pkg(mode, 'redis', { fileParallelism: false }),
       pkg(mode, 'sender'),

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // Dependencies before their dependents; the order the lines below list them in.
-const PACKAGES = ['core', 'express', 'koa', 'fastify', 'redis', 'sender', 'cli'];
+const PACKAGES = ['core', 'express', 'koa', 'fastify', 'web', 'redis', 'sender', 'cli'];
 const typedIn = process.env.INIT_CWD ?? process.cwd();
 
 function fail(message) {
@@ -96,6 +96,7 @@ its registry; pnpm add and yarn add take the same paths):
   Express:      ${line('@payhook/express')}
   Koa:          ${line('@payhook/koa')}
   Fastify:      ${line('@payhook/fastify')}
+  Web handler:  ${line('@payhook/web')}
   Redis store:  ${line('@payhook/redis')} ioredis
   Sender:       ${line('@payhook/sender')}
   Command line: ${line('payhook', ['--save-dev'])}

@@ -25,6 +25,6 @@ for major in "${majors[@]}"; do
   echo "test-on-node: Node $("$dir/bin/node" --version)"
   # The packing test installs tarballs with npm: once, on the main Node, is enough.
   PATH="$dir/bin:$PATH" pnpm exec vitest run \
-    --project core --project express --project koa --project fastify --project e2e \
+    --project core --project express --project koa --project fastify --project web --project e2e \
     --exclude 'test/packaging/**'
 done

@@ -224,7 +224,15 @@ describe('sender -> receivers end to end (PGlite, every adapter)', { timeout: 60
   });
 
   it('registers one receiver per adapter, each a distinct loopback URL with a trailing slash', () => {
-    expect(receivers.map((r) => r.name)).toEqual(['express 5', 'express 4', 'koa 3', 'koa 2', 'fastify 5']);
+    expect(receivers.map((r) => r.name)).toEqual([
+      'express 5',
+      'express 4',
+      'koa 3',
+      'koa 2',
+      'fastify 5',
+      'web (Hono)',
+      'web (node:http)',
+    ]);
     expect(new Set(receivers.map((r) => r.url)).size).toBe(receivers.length);
     for (const r of receivers) expect(r.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/webhooks\/$/);
   });

@@ -20,7 +20,7 @@ import { NPM_FLAGS, QUICKSTART_APP, startApp, trigger } from './outside-app.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
-const PACKAGES = ['core', 'express', 'koa', 'fastify', 'redis', 'sender', 'cli'];
+const PACKAGES = ['core', 'express', 'koa', 'fastify', 'web', 'redis', 'sender', 'cli'];
 const tsc = join(root, 'node_modules/typescript/bin/tsc');
 const cli = join(root, 'packages/cli/dist/cli.js');
 // The clone's path as the README writes it.
@@ -37,6 +37,7 @@ import { createTestEvent, createTestRequest } from '@payhook/core/testing';
 import { payhook as expressPayhook } from '@payhook/express';
 import { payhook as koaPayhook } from '@payhook/koa';
 import fastifyPayhook from '@payhook/fastify';
+import { createWebHandler } from '@payhook/web';
 import { createRedisStore } from '@payhook/redis';
 import { checkWebhookUrl } from '@payhook/sender';`
       : `const express = require('express');
@@ -47,6 +48,7 @@ const { createTestEvent, createTestRequest } = require('@payhook/core/testing');
 const { payhook: expressPayhook } = require('@payhook/express');
 const { payhook: koaPayhook } = require('@payhook/koa');
 const { payhook: fastifyPayhook } = require('@payhook/fastify');
+const { createWebHandler } = require('@payhook/web');
 const { createRedisStore } = require('@payhook/redis');
 const { checkWebhookUrl } = require('@payhook/sender');`;
   return `${load}
@@ -81,8 +83,12 @@ const main = async () => {
   await f.listen({ port: 0, host: '127.0.0.1' });
   await post(f.server.address().port);
   await f.close();
-  for (let i = 0; i < 100 && handled.length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 20));
-  if (handled.join() !== 'settled,settled,settled') throw new Error('handled: ' + handled.join());
+  const web = createWebHandler(receiver(), { getClientAddress: () => '127.0.0.1' });
+  const signed = createTestRequest(createTestEvent('payment.session.succeeded', BIZ), { secrets: [secret] });
+  const answer = await web(new Request('http://127.0.0.1/webhooks', { method: 'POST', headers: signed.headers, body: signed.body }));
+  if (answer.status !== 200) throw new Error('web answered ' + answer.status + ' ' + (await answer.text()));
+  for (let i = 0; i < 100 && handled.length < 4; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  if (handled.join() !== 'settled,settled,settled,settled') throw new Error('handled: ' + handled.join());
   if (typeof createRedisStore !== 'function') throw new Error('@payhook/redis');
   const check = await checkWebhookUrl('http://10.0.0.1/');
   if (check.ok) throw new Error('@payhook/sender');
@@ -101,6 +107,7 @@ import { createTestEvent } from '@payhook/core/testing';
 import { payhook as expressPayhook } from '@payhook/express';
 import { payhook as koaPayhook } from '@payhook/koa';
 import { payhook as fastifyPayhook } from '@payhook/fastify';
+import { createWebHandler, type WebHandler } from '@payhook/web';
 import { createRedisStore } from '@payhook/redis';
 import { checkWebhookUrl } from '@payhook/sender';
 
@@ -115,6 +122,7 @@ receiver.onAny((event: PayhookEvent) => void event.event);
 express().use('/webhooks', expressPayhook(receiver));
 new Koa().use(koaPayhook(receiver, { path: '/webhooks' }));
 void fastify().register(fastifyPayhook, { receiver, path: '/webhooks' });
+export const POST: WebHandler = createWebHandler(receiver, { path: '/webhooks', processing: 'after-response' });
 const verified = verifyChecksum({ payload: createTestEvent('payment.session.failed', businessId) }, { businessIds: [businessId] });
 if (verified.ok) console.log(verified.event);
 createRedisStore({ redis: 'redis://127.0.0.1:6379', checkPersistence: false, durability: 'default' });

@@ -1,9 +1,12 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
+import { getRequestListener, serve } from '@hono/node-server';
 import type { Receiver } from '@payhook/core';
 import { payhook as expressPayhook, type PayhookMiddleware } from '@payhook/express';
 import payhookFastify, { type PayhookFastifyOptions } from '@payhook/fastify';
 import { payhook as koaPayhook, type PayhookKoaMiddleware } from '@payhook/koa';
+import { createWebHandler } from '@payhook/web';
+import { Hono } from 'hono';
 import { runningApp } from '../conformance/adapter-conformance.js';
 
 // The frameworks are dev dependencies of their adapter packages, not of the workspace root: load
@@ -39,7 +42,8 @@ export interface AdapterApp {
 
 /**
  * A payhook receiver mounted with each adapter on each framework major the workspace tests:
- * Express 5 and 4, Koa 3 and 2, Fastify 5. `start` listens on 127.0.0.1, port 0.
+ * Express 5 and 4, Koa 3 and 2, Fastify 5, and the Web-standard handler under Hono and under
+ * Node's own HTTP server (both through `@hono/node-server`). `start` listens on 127.0.0.1, port 0.
  */
 export const ADAPTER_APPS: AdapterApp[] = [
   ...(
@@ -79,6 +83,29 @@ export const ADAPTER_APPS: AdapterApp[] = [
       await app.register(payhookFastify, { receiver, path: '/webhooks' });
       const url = await app.listen({ port: 0, host: HOST });
       return { url, close: () => app.close() };
+    },
+  },
+  {
+    name: 'web (Hono)',
+    async start(receiver: Receiver) {
+      const handler = createWebHandler(receiver);
+      const app = new Hono();
+      app.all('/webhooks', (c) => handler(c.req.raw, c));
+      app.all('/webhooks/', (c) => handler(c.req.raw, c));
+      return runningApp(
+        serve({ fetch: app.fetch, port: 0, hostname: HOST, overrideGlobalObjects: false }) as Server,
+        HOST,
+      );
+    },
+  },
+  {
+    name: 'web (node:http)',
+    async start(receiver: Receiver) {
+      const handler = createWebHandler(receiver, { path: '/webhooks' });
+      return runningApp(
+        createServer(getRequestListener(handler, { overrideGlobalObjects: false })).listen(0, HOST),
+        HOST,
+      );
     },
   },
 ];
