@@ -10,13 +10,13 @@
 // workspace's dependency order already rules out cycles between packages.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const MAX_LINES = 400;
 // Per package, its source directories from the bottom up: a module may import from its own
 // directory's layer and the layers below, never above. Files at the top of `src` are not layered:
 // the shared leaves (errors, ids, logger, timestamps...) and the entry points (service, index).
-const LAYERS = {
+export const LAYERS = {
   sender: [
     ['db', 'net'],
     ['signing'],
@@ -86,59 +86,73 @@ function cycles(graph) {
   return found;
 }
 
-const problems = [];
-const packagesDir = join(root, 'packages');
-for (const pkg of readdirSync(packagesDir)) {
-  const src = join(packagesDir, pkg, 'src');
-  let files;
-  try {
-    files = sourceFiles(src);
-  } catch {
-    continue;
-  }
-  const known = new Set(files);
-  const graph = new Map();
-  const layers = LAYERS[pkg];
-  // The layer of a file in a directory of `src`, or undefined at the top of `src`.
-  const directory = (file) => relative(src, file).split(/[\\/]/).slice(0, -1)[0];
-  const layerOf = (dir) => layers.findIndex((names) => names.includes(dir));
-  if (layers) {
-    for (const dir of new Set(files.map(directory))) {
-      if (dir !== undefined && layerOf(dir) < 0) {
-        problems.push(
-          `${relative(root, join(src, dir))}/: no layer (add it to LAYERS here and to docs/architecture.md)`,
-        );
+/** What is wrong with the sources of the packages under `<base>/packages`, one line each. */
+export function structureProblems(base = root, layering = LAYERS) {
+  const problems = [];
+  const packagesDir = join(base, 'packages');
+  for (const pkg of readdirSync(packagesDir)) {
+    const src = join(packagesDir, pkg, 'src');
+    let files;
+    try {
+      files = sourceFiles(src);
+    } catch {
+      continue;
+    }
+    const known = new Set(files);
+    const graph = new Map();
+    const layers = layering[pkg];
+    // The layer of a file in a directory of `src`, or undefined at the top of `src`.
+    const directory = (file) => relative(src, file).split(/[\\/]/).slice(0, -1)[0];
+    const layerOf = (dir) => layers.findIndex((names) => names.includes(dir));
+    if (layers) {
+      for (const dir of new Set(files.map(directory))) {
+        if (dir !== undefined && layerOf(dir) < 0) {
+          problems.push(
+            `${relative(base, join(src, dir))}/: no layer (add it to LAYERS here and to docs/architecture.md)`,
+          );
+        }
       }
     }
-  }
-  for (const file of files) {
-    const text = readFileSync(file, 'utf8');
-    const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
-    if (lines > MAX_LINES) {
-      problems.push(`${relative(root, file)}: ${lines} lines (at most ${MAX_LINES}: split it by concern)`);
-    }
-    const edges = [];
-    for (const match of text.matchAll(IMPORT)) {
-      const specifier = match[1] ?? match[2];
-      if (!specifier?.startsWith('.')) continue;
-      const target = resolveImport(file, specifier, known);
-      if (target) edges.push(target);
-      const [from, to] = [directory(file), target && directory(target)];
-      if (layers && from !== undefined && to !== undefined && layerOf(to) > layerOf(from)) {
-        problems.push(
-          `${relative(root, file)} imports ${relative(root, target)}: ${to}/ is a layer above ${from}/`,
-        );
+    for (const file of files) {
+      const text = readFileSync(file, 'utf8');
+      const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+      if (lines > MAX_LINES) {
+        problems.push(`${relative(base, file)}: ${lines} lines (at most ${MAX_LINES}: split it by concern)`);
       }
+      const edges = [];
+      for (const match of text.matchAll(IMPORT)) {
+        const specifier = match[1] ?? match[2];
+        if (!specifier?.startsWith('.')) continue;
+        const target = resolveImport(file, specifier, known);
+        if (target) edges.push(target);
+        const [from, to] = [directory(file), target && directory(target)];
+        // A directory without a layer is reported once, above, not at each of its imports.
+        if (
+          layers &&
+          from !== undefined &&
+          to !== undefined &&
+          layerOf(from) >= 0 &&
+          layerOf(to) > layerOf(from)
+        ) {
+          problems.push(
+            `${relative(base, file)} imports ${relative(base, target)}: ${to}/ is a layer above ${from}/`,
+          );
+        }
+      }
+      graph.set(file, edges);
     }
-    graph.set(file, edges);
+    for (const component of cycles(graph)) {
+      problems.push(`import cycle: ${component.map((f) => relative(base, f)).join(' <-> ')}`);
+    }
   }
-  for (const component of cycles(graph)) {
-    problems.push(`import cycle: ${component.map((f) => relative(root, f)).join(' <-> ')}`);
-  }
+  return problems;
 }
 
-if (problems.length > 0) {
-  for (const problem of problems) console.error(`check-structure: ${problem}`);
-  process.exit(1);
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const problems = structureProblems();
+  if (problems.length > 0) {
+    for (const problem of problems) console.error(`check-structure: ${problem}`);
+    process.exit(1);
+  }
+  console.log('check-structure: no import cycles, no source file over 400 lines, no import up a layer');
 }
-console.log('check-structure: no import cycles, no source file over 400 lines, no import up a layer');
