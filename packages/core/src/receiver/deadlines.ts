@@ -1,3 +1,5 @@
+import { ref, type Timer, unref } from './timers.js';
+
 /** A time by which something must have finished, and what to do if it has not. */
 export interface Deadline {
   /** `performance.now()` time. */
@@ -12,7 +14,7 @@ export interface Deadline {
  */
 export function createDeadlines() {
   const deadlines = new Set<Deadline>();
-  let timer: NodeJS.Timeout | undefined;
+  let timer: Timer | undefined;
   let timerAt = 0;
 
   const onTimer = () => {
@@ -42,14 +44,14 @@ export function createDeadlines() {
         arm(deadline.at);
       } else {
         // Armed for an earlier deadline: it fires first, then re-arms for this one.
-        timer.ref();
+        ref(timer);
       }
     },
     unwatch(deadline: Deadline): void {
       deadlines.delete(deadline);
       // Nothing left to time out: the timer stays armed (it finds nothing to do) but no longer
       // keeps the process alive.
-      if (deadlines.size === 0) timer?.unref();
+      if (deadlines.size === 0) unref(timer);
     },
   };
 }

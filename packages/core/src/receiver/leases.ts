@@ -1,4 +1,5 @@
 import type { IdempotencyStore } from '../store/types.js';
+import { type Timer, unref } from './timers.js';
 import type { ErrorInfo } from './types.js';
 
 /** This instance's hold on an event; `lost` once a renewal found another owner. */
@@ -19,7 +20,7 @@ export function createLeases(options: {
 }) {
   const { store, instanceId, leaseMs, reportError } = options;
   const held = new Map<string, Lease>();
-  let timer: NodeJS.Timeout | undefined;
+  let timer: Timer | undefined;
 
   const renewAll = () => {
     if (held.size === 0) {
@@ -44,7 +45,7 @@ export function createLeases(options: {
       held.set(key, lease);
       if (timer === undefined) {
         timer = setInterval(renewAll, Math.max(10, Math.floor(leaseMs / 3)));
-        timer.unref();
+        unref(timer);
       }
       return lease;
     },

@@ -5,6 +5,7 @@ import type { Logger } from './logger.js';
 import type { MetricHooks, ReceiverStats } from './metrics.js';
 import { createEventProcessor } from './process-event.js';
 import type { RetryOptions } from './retry.js';
+import { afterThisTurn } from './timers.js';
 import type { Tracing } from './tracing.js';
 import type { ErrorInfo, ProcessedEvent } from './types.js';
 
@@ -175,7 +176,7 @@ export function createWorkQueue(options: WorkQueueOptions) {
     queue.push(job);
     if (!starting && workers < concurrency) {
       starting = true;
-      setImmediate(startWorkers);
+      afterThisTurn(startWorkers);
     }
   };
 
