@@ -12,6 +12,7 @@ import {
   silentLogger,
 } from '@payhook/core';
 import { createTestEvent } from '@payhook/core/testing';
+import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BUSINESS_ID, type RunningApp, runningApp } from '../../../test/conformance/adapter-conformance.js';
 import { createWebHandler, type WebHandlerOptions } from '../src/index.js';
@@ -125,6 +126,23 @@ describe('acknowledge first, under waitUntil', () => {
       expect(held).toHaveLength(1);
     });
   }
+
+  it("finds waitUntil on a Hono context's executionCtx, as Hono passes a Worker's ctx", async () => {
+    const receiver = receiverFor({ allowAnyIp: true, allowedIps: undefined });
+    const log: string[] = [];
+    blockedHandler(receiver, Promise.resolve(), log);
+    const handler = createWebHandler(receiver);
+    const app = new Hono();
+    app.all('/webhooks', (c) => handler(c.req.raw, c));
+    const held: Promise<unknown>[] = [];
+    const ctx = { waitUntil: (promise: Promise<unknown>) => held.push(promise), passThroughOnException() {} };
+    // A Worker's fetch(request, env, ctx), handed on to Hono as a Worker exports it.
+    const res = await app.fetch(webRequest(eventBody()), { BUSINESS_ID }, ctx);
+    expect(res.status).toBe(200);
+    expect(held).toHaveLength(1);
+    expect(await held[0]).toEqual({ outcome: 'done' });
+    expect(log).toEqual(['handler started', 'handler finished']);
+  });
 
   it("resolves waitUntil's promise with the failure of a handler that fails after every local retry", async () => {
     const receiver = receiverFor({ retry: { attempts: 2, minDelayMs: 1, maxDelayMs: 1 } });
