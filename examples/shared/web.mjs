@@ -13,12 +13,15 @@ export function webReceiverOptions(env) {
     );
   }
   // WEBHOOK_SECRET (optional): the signing secret, whsec_... (several, comma-separated, during a
-  // rotation). REQUIRE_SIGNATURE=1 then refuses unsigned requests.
+  // rotation); WEBHOOK_PUBLIC_KEY (optional): the Ed25519 public key of v1a signatures, whpk_...
+  // (several likewise). REQUIRE_SIGNATURE=1 then refuses unsigned requests.
   const secrets = list(env.WEBHOOK_SECRET);
+  const publicKeys = list(env.WEBHOOK_PUBLIC_KEY);
   return {
     businessIds: [businessId],
     ...(allowed.includes('*') ? { allowAnyIp: true } : { allowedIps: allowed }),
     ...(secrets.length > 0 ? { signingSecrets: secrets } : {}),
+    ...(publicKeys.length > 0 ? { signingPublicKeys: publicKeys } : {}),
     ...(env.REQUIRE_SIGNATURE === '1' ? { requireSignature: true } : {}),
     logger: consoleLogger,
   };

@@ -28,6 +28,7 @@ const MIGRATIONS = [
   '0009_signing_secrets',
   '0010_delivery_instances',
   '0011_dashboard_sessions',
+  '0012_webhook_endpoints',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];

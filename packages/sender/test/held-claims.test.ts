@@ -13,6 +13,7 @@ const claimOf = (id: number, url: string): Claim => ({
   business_id: 'b',
   mode: 'test',
   event_created_at: new Date(0),
+  endpoint_id: null,
 });
 
 describe('HeldClaims', () => {

@@ -348,16 +348,23 @@ describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeou
       status: 200,
     }),
     'POST /events/{id}/redeliver': async () => {
-      await database.db
-        .insertInto('account_settings')
-        .values({
-          business_id: 'biz-i',
-          mode: 'test',
-          require_mfa: false,
-          webhook_urls: JSON.stringify(['https://merchant.example/hook']),
-        })
-        .onConflict((oc) => oc.columns(['business_id', 'mode']).doNothing())
-        .execute();
+      const registered = await database.db
+        .selectFrom('webhook_endpoints')
+        .select('id')
+        .where('business_id', '=', 'biz-i')
+        .where('mode', '=', 'test')
+        .executeTakeFirst();
+      if (!registered) {
+        await database.db
+          .insertInto('webhook_endpoints')
+          .values({
+            business_id: 'biz-i',
+            mode: 'test',
+            url: 'https://merchant.example/hook',
+            account_secrets: true,
+          })
+          .execute();
+      }
       const event = await newEvent();
       return { path: `/events/${event.id}/redeliver`, status: 202 };
     },
@@ -389,6 +396,23 @@ describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeou
       payload: { overlap_seconds: 60 },
       status: 200,
     }),
+    'POST /webhook-endpoints': async () => ({
+      path: '/webhook-endpoints',
+      payload: { url: 'https://merchant.example/idem', enabled_events: ['payment.session.failed'] },
+      status: 201,
+    }),
+    'POST /webhook-endpoints/{id}/signing-secrets/rotate': async () => {
+      const endpoint = await database.db
+        .insertInto('webhook_endpoints')
+        .values({ business_id: 'biz-i', mode: 'test', url: 'https://merchant.example/rotated' })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      return {
+        path: `/webhook-endpoints/${endpoint.id}/signing-secrets/rotate`,
+        payload: { overlap_seconds: 60 },
+        status: 200,
+      };
+    },
   };
 
   it('covers every POST route: each stores its response in the transaction of its write (tested here)', () => {

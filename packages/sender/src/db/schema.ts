@@ -93,6 +93,8 @@ export interface DeliveriesTable {
   last_error: string | null;
   /** The delivery that a redelivery made in place of this failed one. */
   superseded_by: string | null;
+  /** The endpoint it was made for (migration 0012); null before endpoints, and for a listener's. */
+  endpoint_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** One attempt of a delivery: what was sent where, and what came back. */
@@ -153,6 +155,41 @@ export interface DashboardSessionsTable {
   expires_at: Date;
 }
 
+/** One of a business's webhook endpoints (migration 0012): where events go, and which. */
+export interface WebhookEndpointsTable {
+  id: Generated<string>;
+  business_id: string;
+  mode: Mode;
+  url: string;
+  description: string | null;
+  /** Event types it takes, or `["*"]` for every one. */
+  enabled_events: ColumnType<string[], string | undefined, string>;
+  status: ColumnType<'enabled' | 'disabled', 'enabled' | 'disabled' | undefined, 'enabled' | 'disabled'>;
+  /** Why it is disabled: by its business (`manual`) or after failing (`failing`); null when enabled. */
+  disabled_reason: 'manual' | 'failing' | null;
+  disabled_at: Date | null;
+  signature_scheme: ColumnType<'v1' | 'v1a', 'v1' | 'v1a' | undefined, 'v1' | 'v1a'>;
+  /** Made through the settings' `webhook_urls`: signed with the business's secrets, not its own. */
+  account_secrets: ColumnType<boolean, boolean | undefined, boolean>;
+  rate_limit_per_second: number | null;
+  /** The rate limit's state: no attempt to the endpoint is claimed before it. */
+  next_send_at: Date | null;
+  created_at: ColumnType<Date, Date | undefined, never>;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+/** A signing secret of one endpoint: `whsec_` (v1), or a `whsk_` key with its `whpk_` public key (v1a). */
+export interface EndpointSigningSecretsTable {
+  id: Generated<string>;
+  endpoint_id: string;
+  secret: string;
+  /** The `whpk_` public key of a v1a secret key; null for v1. */
+  public_key: string | null;
+  created_at: ColumnType<Date, Date | undefined, never>;
+  /** Null for the current secret; for a previous one, the end of its rotation's overlap. */
+  expires_at: Date | null;
+}
+
 /**
  * The typed schema of the sender's database, one table a key; migrations in `migrations.ts`
  * create it.
@@ -176,4 +213,6 @@ export interface Schema {
   signing_secrets: SigningSecretsTable;
   delivery_instances: DeliveryInstancesTable;
   dashboard_sessions: DashboardSessionsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  endpoint_signing_secrets: EndpointSigningSecretsTable;
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { encodeSignedEvent } from '@payhook/core';
 import type { CompiledQuery, Kysely, OperationNodeSource, Transaction } from 'kysely';
 import type { Mode, Schema } from '../db/schema.js';
+import { endpointTakesSql } from '../endpoints/filter.js';
 import { writeEventStatement } from './delivery-state.js';
 
 type Executor = Transaction<Schema> | Kysely<Schema>;
@@ -20,15 +21,26 @@ export function signedPayload(type: string, data: unknown, businessId: string): 
   return encodeSignedEvent(type, data, businessId);
 }
 
-/** The webhook URLs a business has registered in a mode. */
-export async function registeredUrls(tx: Executor, businessId: string, mode: Mode): Promise<string[]> {
-  const settings = await tx
-    .selectFrom('account_settings')
-    .select('webhook_urls')
-    .where('business_id', '=', businessId)
-    .where('mode', '=', mode)
-    .executeTakeFirst();
-  return settings?.webhook_urls ?? [];
+/**
+ * The enabled endpoints of a business in a mode that take events of `type`, oldest first: where
+ * a redelivery of such an event goes.
+ */
+export async function endpointsTaking(
+  tx: Executor,
+  businessId: string,
+  mode: Mode,
+  type: string,
+): Promise<{ id: string; url: string }[]> {
+  return tx
+    .selectFrom('webhook_endpoints as ep')
+    .select(['ep.id', 'ep.url'])
+    .where('ep.business_id', '=', businessId)
+    .where('ep.mode', '=', mode)
+    .where('ep.status', '=', 'enabled')
+    .where(endpointTakesSql('ep', type))
+    .orderBy('ep.created_at')
+    .orderBy('ep.id')
+    .execute();
 }
 
 /** An event of the outbox to write: its type, whose it is, and the payment it carries (signed). */
@@ -41,8 +53,8 @@ export interface OutboxEvent {
 
 /**
  * The outbox write of an event as ONE statement, compiled for `executor.executeQuery`: the event
- * (its payload signed here, once), one delivery per webhook URL registered for that business and
- * mode (read by the statement itself, in URL order), and the NOTIFY that wakes the workers, only
+ * (its payload signed here, once), one delivery per enabled endpoint of that business and mode
+ * that takes the event's type (read by the statement itself, oldest endpoint first), and the NOTIFY that wakes the workers, only
  * when it wrote deliveries. `writes`, the caller's own data-modifying statements (inserts,
  * updates; no `returning` needed), run as CTEs of the same statement: a single statement is
  * atomic by itself, so the state change and its outbox rows commit together (or, inside a

@@ -9,31 +9,37 @@ import {
 } from './delivery-state.js';
 
 /**
- * A manual redelivery of one event: a new delivery, with its own 48 hours, to each of `urls`, in
- * the caller's transaction; this event's failures at those URLs are marked as replaced. Returns
- * the new deliveries' ids, in the order of `urls`.
+ * A manual redelivery of one event: a new delivery, with its own 48 hours, to each of
+ * `endpoints`, in the caller's transaction; this event's failures at those URLs are marked as
+ * replaced. Returns the new deliveries' ids, in the order of `endpoints`.
  *
  * @example
  * ```ts
- * const ids = await redeliverEvent(tx, event.id, await registeredUrls(tx, businessId, mode));
+ * const ids = await redeliverEvent(tx, event.id, await endpointsTaking(tx, businessId, mode, event.type));
  * ```
  */
 export async function redeliverEvent(
   tx: Transaction<Schema>,
   eventId: string,
-  urls: readonly string[],
+  endpoints: readonly { id: string | null; url: string }[],
 ): Promise<string[]> {
   const ids = await enqueueDeliveries(
     tx,
-    urls.map((url) => ({ eventId, url })),
+    endpoints.map(({ id, url }) => ({ eventId, url, endpointId: id })),
   );
-  await supersedeEventFailures(tx, eventId, urls, ids);
+  await supersedeEventFailures(
+    tx,
+    eventId,
+    endpoints.map((e) => e.url),
+    ids,
+  );
   return ids;
 }
 
 /**
  * A bulk redelivery: every failed delivery of the events in a window that was not redelivered
- * yet is made again, once (a redelivered failure is not picked again), in the caller's
+ * yet, and whose endpoint still takes its event (enabled, the filter naming its type), is made
+ * again, once (a redelivered failure is not picked again), in the caller's
  * transaction. Returns how many it made.
  *
  * @example
@@ -45,7 +51,7 @@ export async function redeliverFailed(tx: Transaction<Schema>, window: FailedSin
   const failed = await lockFailedDeliveries(tx, window);
   const ids = await enqueueDeliveries(
     tx,
-    failed.map((d) => ({ eventId: d.event_id, url: d.url })),
+    failed.map((d) => ({ eventId: d.event_id, url: d.url, endpointId: d.endpoint_id })),
   );
   if (failed.length > 0) {
     await supersedeDeliveries(

@@ -141,6 +141,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       { businessId: claim.business_id, mode: claim.mode },
       claim.event_id,
       claim.payload,
+      claim.endpoint_id,
     );
     const span = beginAttemptSpan(claim, traceparent);
     const startedAt = now();

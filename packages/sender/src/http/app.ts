@@ -27,6 +27,7 @@ import { traceRequests } from './request-spans.js';
 import { sessionRoutes } from './sessions.js';
 import { settingsRoutes } from './settings.js';
 import { signingSecretRoutes } from './signing-secrets.js';
+import { webhookEndpointRoutes } from './webhook-endpoints.js';
 import { webhookHealthRoutes } from './webhook-health.js';
 
 declare module 'fastify' {
@@ -257,6 +258,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   await app.register(settingsRoutes, { database, config, resolve: options.resolve });
   await app.register(signingSecretRoutes, { database });
+  await app.register(webhookEndpointRoutes, { database, config, resolve: options.resolve });
   await app.register(customerRoutes, { database });
   await app.register(beneficiaryRoutes, { database });
   await app.register(paymentRoutes, { database, config });

@@ -4,7 +4,7 @@ import { type Static, Type } from 'typebox';
 import type { Database } from '../db/database.js';
 import type { Mode, Schema } from '../db/schema.js';
 import { isWebhookUrl } from '../delivery/destination.js';
-import { registeredUrls } from '../delivery/outbox.js';
+import { endpointsTaking } from '../delivery/outbox.js';
 import { redeliverEvent, redeliverFailed } from '../delivery/redeliver.js';
 import { ApiError } from '../errors.js';
 import { UUID } from '../ids.js';
@@ -285,7 +285,7 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
     '/events/:id/redeliver',
     {
       schema: {
-        summary: 'Redeliver an event to every registered URL',
+        summary: 'Redeliver an event to every enabled endpoint that takes it',
         operationId: 'redeliverEvent',
         // No body is needed; an empty JSON object or none at all is accepted, anything else is 400.
         body: NoBody,
@@ -303,16 +303,20 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
       const { businessId, mode } = request.principal;
       const response = await db.transaction().execute(async (tx) => {
         const event = await findEvent(tx, request.params.id, businessId, mode);
-        const urls = await registeredUrls(tx, businessId, mode);
-        if (urls.length === 0) {
+        // The endpoints that take this event now (enabled, their filter naming its type).
+        const endpoints = await endpointsTaking(tx, businessId, mode, event.type);
+        if (endpoints.length === 0) {
           throw new ApiError(
             'no_webhook_urls',
-            'No webhook URL is registered: add one with PATCH /accounts/settings, then redeliver.',
+            'No enabled webhook endpoint takes this event: add one (POST /webhook-endpoints, or PATCH /accounts/settings), then redeliver.',
           );
         }
-        const ids = await redeliverEvent(tx, event.id, urls);
+        const ids = await redeliverEvent(tx, event.id, endpoints);
         const response = {
-          data: { event_id: event.id, deliveries: urls.map((url, i) => ({ id: ids[i] as string, url })) },
+          data: {
+            event_id: event.id,
+            deliveries: endpoints.map(({ url }, i) => ({ id: ids[i] as string, url })),
+          },
         };
         // Stored with the deliveries: a retry after a crash past the commit replays them, rather
         // than making a second set.

@@ -8,6 +8,11 @@ import { ERROR_BODY_SCHEMA } from './errors.js';
 /** The document's tags: one per part of the API, each route tagged by its path. */
 const TAGS = [
   { name: 'settings', description: "The business's webhook URLs and signing secrets." },
+  {
+    name: 'webhook-endpoints',
+    description:
+      'Where events go: each endpoint with its event filter, status, signature scheme and secrets.',
+  },
   { name: 'customers', description: 'The people who pay.' },
   { name: 'beneficiaries', description: 'Where payouts go.' },
   { name: 'payments', description: 'Payment sessions, their capture, and the payments they become.' },

@@ -3,6 +3,7 @@ import { type Static, Type } from 'typebox';
 import type { Principal } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
+import { endpointUrls, replaceEndpointUrls } from '../endpoints/store.js';
 import { ApiError } from '../errors.js';
 import { checkWebhookUrl, type Resolver } from '../net/webhook-url.js';
 
@@ -19,7 +20,11 @@ const Settings = Type.Object(
   { title: 'AccountSettings' },
 );
 
-/** `GET` and `PATCH /accounts/settings`: require_mfa and the webhook URLs events are delivered to. */
+/**
+ * `GET` and `PATCH /accounts/settings`: require_mfa and the webhook URLs events are delivered to.
+ * The URLs are those of the business's webhook endpoints (`endpoints/store.ts`): a given
+ * `webhook_urls` makes the endpoints' URLs that list, adding endpoints that take every event.
+ */
 export const settingsRoutes: FastifyPluginAsync<{
   database: Database;
   config: SenderConfig;
@@ -37,7 +42,10 @@ export const settingsRoutes: FastifyPluginAsync<{
     async (request) => {
       const current = await readSettings(database, request.principal);
       return {
-        data: { require_mfa: current?.require_mfa ?? false, webhook_urls: current?.webhook_urls ?? [] },
+        data: {
+          require_mfa: current?.require_mfa ?? false,
+          webhook_urls: await endpointUrls(database.db, request.principal),
+        },
       };
     },
   );
@@ -77,26 +85,23 @@ export const settingsRoutes: FastifyPluginAsync<{
           });
       }
       const current = await readSettings(database, request.principal);
-      const next = {
-        require_mfa: body.require_mfa ?? current?.require_mfa ?? false,
-        webhook_urls: urls ?? current?.webhook_urls ?? [],
-      };
-      await database.db
-        .insertInto('account_settings')
-        .values({
-          business_id: businessId,
-          mode,
-          require_mfa: next.require_mfa,
-          webhook_urls: JSON.stringify(next.webhook_urls),
-        })
-        .onConflict((oc) =>
-          oc.columns(['business_id', 'mode']).doUpdateSet({
-            require_mfa: next.require_mfa,
-            webhook_urls: JSON.stringify(next.webhook_urls),
-            updated_at: new Date(),
-          }),
-        )
-        .execute();
+      const requireMfa = body.require_mfa ?? current?.require_mfa ?? false;
+      // The settings row and the endpoints change together; the endpoints are the list of URLs.
+      const webhookUrls = await database.db.transaction().execute(async (tx) => {
+        await tx
+          .insertInto('account_settings')
+          .values({ business_id: businessId, mode, require_mfa: requireMfa, webhook_urls: '[]' })
+          .onConflict((oc) =>
+            oc
+              .columns(['business_id', 'mode'])
+              .doUpdateSet({ require_mfa: requireMfa, updated_at: new Date() }),
+          )
+          .execute();
+        return urls === undefined
+          ? endpointUrls(tx, request.principal)
+          : replaceEndpointUrls(tx, request.principal, urls);
+      });
+      const next = { require_mfa: requireMfa, webhook_urls: webhookUrls };
       return { data: next };
     },
   );
@@ -106,7 +111,7 @@ export const settingsRoutes: FastifyPluginAsync<{
 function readSettings(database: Database, { businessId, mode }: Principal) {
   return database.db
     .selectFrom('account_settings')
-    .select(['require_mfa', 'webhook_urls'])
+    .select(['require_mfa'])
     .where('business_id', '=', businessId)
     .where('mode', '=', mode)
     .executeTakeFirst();

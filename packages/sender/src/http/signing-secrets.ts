@@ -10,7 +10,8 @@ import {
 } from '../signing/secrets.js';
 import { responseStored, storeResponse } from './idempotency.js';
 
-const SigningSecret = Type.Object(
+/** A business-wide signing secret as the API shows it. */
+export const SigningSecret = Type.Object(
   {
     secret: Type.String({ pattern: '^whsec_', description: 'Give it to the receiver: `whsec_` + base64.' }),
     current: Type.Boolean({ description: 'The secret new receivers should be given.' }),
@@ -27,7 +28,8 @@ const SigningSecrets = Type.Object(
   { title: 'SigningSecrets' },
 );
 
-const RotateBody = Type.Union(
+/** The body of a rotation: `{overlap_seconds?}`, `{}`, null or none. */
+export const RotateBody = Type.Union(
   [
     Type.Object(
       {

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { sql } from 'kysely';
 import { Type } from 'typebox';
 import type { Database } from '../db/database.js';
-import { registeredUrls } from '../delivery/outbox.js';
+import { endpointUrls } from '../endpoints/store.js';
 import { isoMicros } from '../timestamps.js';
 
 /** The window the success rate and latency are measured over. */
@@ -70,7 +70,7 @@ export const webhookHealthRoutes: FastifyPluginAsync<{ database: Database }> = a
     },
     async (request) => {
       const { businessId, mode } = request.principal;
-      const urls = await registeredUrls(db, businessId, mode);
+      const urls = await endpointUrls(db, { businessId, mode });
       if (urls.length === 0) return { data: [] };
       const since = new Date(Date.now() - HEALTH_WINDOW_HOURS * 3600_000);
       const scope = sql`from delivery_attempts a

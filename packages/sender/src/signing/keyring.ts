@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import {
   parseSigningSecret,
   type SigningKey,
@@ -5,13 +6,17 @@ import {
   type WebhookSignatureHeaders,
 } from '@payhook/core';
 import type { Database } from '../db/database.js';
+import { parseEd25519SecretKey, signV1a } from './ed25519.js';
+import { ensureEndpointSecret, validEndpointSecrets } from './endpoint-secrets.js';
 import { ensureSigningSecret, type SecretOwner, validSigningSecrets } from './secrets.js';
 
 /** How long the secrets of a business are kept in memory before they are read again: 5 s. */
 export const KEYRING_TTL_MS = 5000;
 
 interface Entry {
-  keys: { key: SigningKey; expiresAt: number }[];
+  /** HMAC keys (v1), or Ed25519 private keys (v1a). */
+  keys: { key: SigningKey | KeyObject; expiresAt: number }[];
+  scheme: 'v1' | 'v1a';
   loadedAt: number;
   loading?: Promise<Entry>;
 }
@@ -20,11 +25,21 @@ interface Entry {
 export interface SigningKeyring {
   /**
    * The signature headers of one attempt, made now: `webhook-id` the event's id, the timestamp
-   * the wall clock's (a receiver compares it with its own), one signature per valid secret.
+   * the wall clock's (a receiver compares it with its own), one signature per valid secret. With
+   * `endpointId`, an endpoint that has its own secrets is signed with them, in its scheme (`v1`
+   * HMAC or `v1a` Ed25519); one that signs with the business's secrets, or no longer exists, is
+   * signed with the business's.
    */
-  sign(principal: SecretOwner, eventId: string, body: string): Promise<WebhookSignatureHeaders>;
+  sign(
+    principal: SecretOwner,
+    eventId: string,
+    body: string,
+    endpointId?: string | null,
+  ): Promise<WebhookSignatureHeaders>;
   /** Forgets a business's secrets (after a rotation), so the next attempt reads them again. */
   invalidate(principal: SecretOwner): void;
+  /** Forgets an endpoint's secrets (after a rotation). */
+  invalidateEndpoint(endpointId: string): void;
 }
 
 const keyrings = new WeakMap<Database, SigningKeyring>();
@@ -46,6 +61,32 @@ export function signingKeyring(database: Database): SigningKeyring {
   const entries = new Map<string, Entry>();
   const id = (p: SecretOwner) => `${p.mode}:${p.businessId}`;
 
+  /** An endpoint's own keys, or undefined when it signs with the business's (or is gone). */
+  async function loadEndpoint(endpointId: string): Promise<Entry | undefined> {
+    const endpoint = await database.delivery((db) =>
+      db
+        .selectFrom('webhook_endpoints')
+        .select(['signature_scheme', 'account_secrets'])
+        .where('id', '=', endpointId)
+        .executeTakeFirst(),
+    );
+    if (!endpoint || endpoint.account_secrets) return undefined;
+    const scheme = endpoint.signature_scheme;
+    let rows = await database.delivery((db) => validEndpointSecrets(db, endpointId));
+    if (!rows.some((row) => row.expires_at === null)) {
+      await database.delivery((db) => ensureEndpointSecret(db, endpointId, scheme));
+      rows = await database.delivery((db) => validEndpointSecrets(db, endpointId));
+    }
+    return {
+      scheme,
+      keys: rows.map((row) => ({
+        key: scheme === 'v1a' ? parseEd25519SecretKey(row.secret) : parseSigningSecret(row.secret),
+        expiresAt: row.expires_at === null ? Number.POSITIVE_INFINITY : new Date(row.expires_at).getTime(),
+      })),
+      loadedAt: Date.now(),
+    };
+  }
+
   async function load(principal: SecretOwner): Promise<Entry> {
     let rows = await database.delivery((db) => validSigningSecrets(db, principal));
     if (!rows.some((row) => row.expires_at === null)) {
@@ -54,6 +95,7 @@ export function signingKeyring(database: Database): SigningKeyring {
       rows = await database.delivery((db) => validSigningSecrets(db, principal));
     }
     return {
+      scheme: 'v1',
       keys: rows.map((row) => ({
         key: parseSigningSecret(row.secret),
         expiresAt: row.expires_at === null ? Number.POSITIVE_INFINITY : new Date(row.expires_at).getTime(),
@@ -62,12 +104,12 @@ export function signingKeyring(database: Database): SigningKeyring {
     };
   }
 
-  function entry(principal: SecretOwner): Entry | Promise<Entry> {
-    const key = id(principal);
+  /** A cached entry under `key`, read again with `read` every {@link KEYRING_TTL_MS}. */
+  function entry(key: string, read: () => Promise<Entry>): Entry | Promise<Entry> {
     const cached = entries.get(key);
     if (cached && Date.now() - cached.loadedAt < KEYRING_TTL_MS) return cached;
     if (cached?.loading) return cached.keys.length > 0 ? cached : cached.loading;
-    const loading = load(principal).then(
+    const loading = read().then(
       (loaded) => {
         entries.set(key, loaded);
         return loaded;
@@ -77,20 +119,47 @@ export function signingKeyring(database: Database): SigningKeyring {
         throw error;
       },
     );
-    entries.set(key, { keys: cached?.keys ?? [], loadedAt: cached?.loadedAt ?? 0, loading });
+    entries.set(key, {
+      keys: cached?.keys ?? [],
+      scheme: cached?.scheme ?? 'v1',
+      loadedAt: cached?.loadedAt ?? 0,
+      loading,
+    });
     // While a refresh runs, attempts sign with the secrets read before (if any).
     return cached && cached.keys.length > 0 ? { ...cached } : loading;
   }
 
+  /** An endpoint with its own keys is cached with them; one without, as an empty entry. */
+  const NO_KEYS = 'account';
+
   keyring = {
-    async sign(principal, eventId, body) {
-      const { keys } = await entry(principal);
+    async sign(principal, eventId, body, endpointId) {
+      let own: Entry | undefined;
+      if (endpointId) {
+        const loaded = await entry(`endpoint:${endpointId}`, async () => {
+          const keys = await loadEndpoint(endpointId);
+          return keys ?? { keys: [], scheme: 'v1', loadedAt: Date.now(), [NO_KEYS]: true };
+        });
+        if (!(NO_KEYS in loaded)) own = loaded;
+      }
+      const { keys, scheme } = own ?? (await entry(id(principal), () => load(principal)));
       const now = Date.now();
       const valid = keys.filter((k) => k.expiresAt > now).map((k) => k.key);
-      return signWebhook({ id: eventId, body, secrets: valid, timestamp: Math.floor(now / 1000) });
+      const timestamp = Math.floor(now / 1000);
+      if (scheme === 'v1a') {
+        return {
+          'webhook-id': eventId,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signV1a({ id: eventId, timestamp, body, keys: valid as KeyObject[] }),
+        };
+      }
+      return signWebhook({ id: eventId, body, secrets: valid as SigningKey[], timestamp });
     },
     invalidate(principal) {
       entries.delete(id(principal));
+    },
+    invalidateEndpoint(endpointId) {
+      entries.delete(`endpoint:${endpointId}`);
     },
   };
   keyrings.set(database, keyring);

@@ -20,6 +20,8 @@ export interface Claim {
   mode: Mode;
   /** When the event was written (the database's clock): the start of the delivery latency metrics. */
   event_created_at: Date;
+  /** The endpoint the delivery was made for, whose secrets sign it; null before endpoints. */
+  endpoint_id: string | null;
 }
 
 /**
@@ -87,7 +89,8 @@ type Row = Claim & { paced_to: Date | null };
 
 /** What a claim returns of each row it claims (`d`, with its event `e`), in either statement. */
 const CLAIMED = sql`d.id, d.claim_token as token, d.event_id, d.url, d.attempts, d.first_attempt_at,
-  e.payload, e.business_id, e.mode, e.created_at as event_created_at, null::timestamptz as paced_to`;
+  e.payload, e.business_id, e.mode, e.created_at as event_created_at, d.endpoint_id,
+  null::timestamptz as paced_to`;
 
 /** The rows a claim may take: pending, due at `now`, and where `share` gives this instance a slot. */
 function dueFilter(now: Date, share: ClaimOptions['share']) {
@@ -188,7 +191,7 @@ export async function claimDeliveries(
           where d.id = l.id and l.n > l.room
           returning d.id, null::uuid as token, d.event_id, d.url, d.attempts, d.first_attempt_at,
             null::text as payload, null::text as business_id, null::text as mode,
-            null::timestamptz as event_created_at, d.next_attempt_at as paced_to
+            null::timestamptz as event_created_at, d.endpoint_id, d.next_attempt_at as paced_to
         )
         select * from claimed union all select * from moved`.execute(db);
   const claims: Claim[] = [];

@@ -4,7 +4,7 @@ import type { Schema } from '../../db/schema.js';
 import { WAKE_CHANNEL } from './wake-channel.js';
 
 /**
- * Queues deliveries (an event to a URL each), in the caller's transaction, and wakes the workers
+ * Queues deliveries (an event to a URL each, and the endpoint it is made for, if any), in the caller's transaction, and wakes the workers
  * when that transaction commits (NOTIFY is transactional: a rolled-back write wakes no one).
  * Returns the new deliveries' ids, in the order given. One statement: the rows and the NOTIFY.
  *
@@ -15,13 +15,18 @@ import { WAKE_CHANNEL } from './wake-channel.js';
  */
 export async function enqueueDeliveries(
   tx: Transaction<Schema> | Kysely<Schema>,
-  deliveries: readonly { eventId: string; url: string }[],
+  deliveries: readonly { eventId: string; url: string; endpointId?: string | null }[],
 ): Promise<string[]> {
   if (deliveries.length === 0) return [];
   const ids = deliveries.map(() => randomUUID());
-  const insert = tx
-    .insertInto('deliveries')
-    .values(deliveries.map((d, i) => ({ id: ids[i] as string, event_id: d.eventId, url: d.url })));
+  const insert = tx.insertInto('deliveries').values(
+    deliveries.map((d, i) => ({
+      id: ids[i] as string,
+      event_id: d.eventId,
+      url: d.url,
+      endpoint_id: d.endpointId ?? null,
+    })),
+  );
   await sql`with d as (${insert}) select pg_notify(${WAKE_CHANNEL}, '')`.execute(tx);
   return ids;
 }

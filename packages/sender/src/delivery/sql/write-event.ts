@@ -1,6 +1,7 @@
 import { type CompiledQuery, type Kysely, type OperationNodeSource, sql, type Transaction } from 'kysely';
 import { PREPARE } from '../../db/database.js';
 import type { Mode, Schema } from '../../db/schema.js';
+import { endpointTakesSql } from '../../endpoints/filter.js';
 import { WAKE_CHANNEL } from './wake-channel.js';
 
 /** An event row to write, its payload already signed. */
@@ -16,8 +17,10 @@ export interface EventRow {
 
 /**
  * The outbox write of an event as ONE statement, compiled: `writes` (the caller's own inserts and
- * updates) as CTEs, the event, one delivery per webhook URL registered for its business and mode
- * (read by the statement itself, in URL order), and the NOTIFY that wakes the workers, only when
+ * updates) as CTEs, the event, one delivery per enabled webhook endpoint of its business and mode
+ * whose `enabled_events` take the event's type (read by the statement itself, oldest endpoint
+ * first: the fan-out happens here, once, so a filter change applies to events made after it and
+ * the claim never looks at a filter), and the NOTIFY that wakes the workers, only when
  * it wrote deliveries. Prepared on PostgreSQL: its text depends only on the shapes of `writes`.
  *
  * @example
@@ -42,10 +45,12 @@ export function writeEventStatement(
   const ctes = writes.map((write, i) => sql`${sql.raw(`w${i}`)} as (${write}), `);
   const statement = sql`${sql.raw(PREPARE)}with ${sql.join(ctes, sql``)}e as (${insertEvent}),
     d as (
-      insert into deliveries (event_id, url)
-      select ${id}::uuid, jsonb_array_elements_text(webhook_urls)
-      from account_settings
-      where business_id = ${event.businessId} and mode = ${event.mode}
+      insert into deliveries (event_id, url, endpoint_id)
+      select ${id}::uuid, ep.url, ep.id
+      from webhook_endpoints ep
+      where ep.business_id = ${event.businessId} and ep.mode = ${event.mode}
+        and ep.status = 'enabled' and ${endpointTakesSql('ep', event.type)}
+      order by ep.created_at, ep.id
       returning 1
     )
     select pg_notify(${WAKE_CHANNEL}, '') where exists (select from d)`;

@@ -1,0 +1,102 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { type Static, Type } from 'typebox';
+import type { Database } from '../db/database.js';
+import { getEndpoint } from '../endpoints/store.js';
+import { ApiError } from '../errors.js';
+import { listEndpointSecrets, rotateEndpointSecret } from '../signing/endpoint-secrets.js';
+import { signingKeyring } from '../signing/keyring.js';
+import { DEFAULT_ROTATION_OVERLAP_SECONDS, listSigningSecrets } from '../signing/secrets.js';
+import { responseStored, storeResponse } from './idempotency.js';
+import { RotateBody } from './signing-secrets.js';
+
+const EndpointSecret = Type.Object(
+  {
+    secret: Type.Optional(
+      Type.String({ pattern: '^whsec_', description: 'v1: give it to the receiver (`whsec_` + base64).' }),
+    ),
+    public_key: Type.Optional(
+      Type.String({
+        pattern: '^whpk_',
+        description:
+          'v1a: the Ed25519 public key to give the receiver; the secret key never leaves the sender.',
+      }),
+    ),
+    current: Type.Boolean({ description: 'The one new receivers should be given.' }),
+    created_at: Type.String({ format: 'date-time' }),
+    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'When a previous one stops being signed with; null for the current one.',
+    }),
+  },
+  { title: 'WebhookEndpointSecret' },
+);
+
+const EndpointSecrets = Type.Object(
+  { data: Type.Array(EndpointSecret, { description: 'The current one first, then previous ones.' }) },
+  { title: 'WebhookEndpointSecrets' },
+);
+
+const IdParams = Type.Object({ id: Type.String() });
+
+const DESCRIPTION =
+  "A v1 endpoint is signed with HMAC-SHA256 under its whsec_ secrets (webhook-signature: v1,...), a v1a endpoint with Ed25519 under its secret keys (v1a,...), whose whpk_ public keys are shown here. An endpoint made through the settings webhook_urls is signed with the business secrets, shown here as GET /accounts/signing-secrets shows them. Shown only to the endpoint's business.";
+
+/**
+ * `GET /webhook-endpoints/{id}/signing-secrets` and `POST .../signing-secrets/rotate`: an
+ * endpoint's own secrets, rotated with the overlap rules of the business-wide ones.
+ */
+export const endpointSecretRoutes: FastifyPluginAsync<{ database: Database }> = async (app, { database }) => {
+  const { db } = database;
+
+  app.get<{ Params: Static<typeof IdParams> }>(
+    '/webhook-endpoints/:id/signing-secrets',
+    {
+      schema: {
+        operationId: 'listWebhookEndpointSecrets',
+        summary: "The endpoint's signing secrets or public keys (current first)",
+        description: DESCRIPTION,
+        params: IdParams,
+        response: { 200: EndpointSecrets },
+      },
+    },
+    async (request, reply) => {
+      const endpoint = await getEndpoint(db, request.principal, request.params.id);
+      reply.header('cache-control', 'no-store');
+      if (endpoint.account_secrets) return { data: await listSigningSecrets(db, request.principal) };
+      return { data: await listEndpointSecrets(db, endpoint.id, endpoint.signature_scheme) };
+    },
+  );
+
+  app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof RotateBody> | undefined }>(
+    '/webhook-endpoints/:id/signing-secrets/rotate',
+    {
+      schema: {
+        operationId: 'rotateWebhookEndpointSecret',
+        summary: "Rotate the endpoint's secret: a new one becomes current, the previous one overlaps",
+        description: `${DESCRIPTION} During the overlap every attempt carries one signature per valid secret. At most 5 are valid at once. An endpoint signed with the business secrets is rotated with POST /accounts/signing-secrets/rotate (409 invalid_state here).`,
+        params: IdParams,
+        body: RotateBody,
+        response: { 200: EndpointSecrets },
+      },
+    },
+    async (request, reply) => {
+      const overlap = request.body?.overlap_seconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
+      reply.header('cache-control', 'no-store');
+      const response = await db.transaction().execute(async (tx) => {
+        const endpoint = await getEndpoint(tx, request.principal, request.params.id);
+        if (endpoint.account_secrets) {
+          throw new ApiError(
+            'invalid_state',
+            'This endpoint is signed with the business secrets: rotate them with POST /accounts/signing-secrets/rotate.',
+          );
+        }
+        await rotateEndpointSecret(tx, endpoint.id, endpoint.signature_scheme, overlap);
+        const response = { data: await listEndpointSecrets(tx, endpoint.id, endpoint.signature_scheme) };
+        await storeResponse(tx, request, reply, 200, response);
+        return response;
+      });
+      responseStored(request, 200);
+      signingKeyring(database).invalidateEndpoint(request.params.id);
+      return response;
+    },
+  );
+};
