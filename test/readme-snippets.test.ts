@@ -22,11 +22,17 @@ const PATHS: Record<string, string> = {
   '@payhook/fastify': 'packages/fastify/dist/index.d.ts',
   '@payhook/redis': 'packages/redis/dist/index.d.ts',
   '@payhook/sender': 'packages/sender/dist/index.d.ts',
+  '@payhook/web': 'packages/web/dist/index.d.ts',
   express: 'packages/express/node_modules/@types/express/index.d.ts',
   koa: 'packages/koa/node_modules/@types/koa/index.d.ts',
   fastify: 'packages/fastify/node_modules/fastify/fastify.d.ts',
   ioredis: 'node_modules/ioredis/built/index.d.ts',
   vitest: 'node_modules/vitest/dist/index.d.ts',
+  // The Web-standard quickstarts: Next.js, Hono and the Workers runtime's module (a few types).
+  'next/server': 'node_modules/next/server.d.ts',
+  hono: 'node_modules/hono/dist/types/index.d.ts',
+  '@hono/node-server': 'node_modules/@hono/node-server/dist/index.d.mts',
+  'cloudflare:workers': 'test/support/cloudflare-workers.d.ts',
   'prom-client': 'examples/prometheus-metrics/node_modules/prom-client/index.d.ts',
   // The tracing example registers an SDK: the sender's own (dev) dependencies.
   '@opentelemetry/api': 'packages/sender/node_modules/@opentelemetry/api/build/src/index.d.ts',
@@ -54,6 +60,11 @@ describe('README snippets', () => {
       await writeFile(
         join(base, 'src', 'index.ts'),
         `import type { IdempotencyStore } from '@payhook/core';\nexport declare function createMyStore(options: { prefix: string; retentionMs: number }): IdempotencyStore;\n`,
+      );
+      // The Worker quickstart imports its Durable Object store from ./store.js.
+      await writeFile(
+        join(dir, 'store.d.ts'),
+        `import type { IdempotencyStore } from '@payhook/core';\nexport declare class PayhookStore {}\nexport declare function durableObjectStore(namespace: DurableObjectNamespace, options?: { name?: string; retentionMs?: number }): IdempotencyStore;\n`,
       );
       await writeFile(
         join(dir, 'tsconfig.json'),

@@ -80,6 +80,19 @@ declare global {
   /** supertest's request(app), in a test. */
   function request(app: unknown): { post(path: string): { set(headers: object): { send(body: string): Promise<{ status: number }> } } };
   const app: unknown;
+  /** The runtimes' globals the Web-standard quickstarts use (their own type packages have them). */
+  const Bun: {
+    serve(options: { port?: number; fetch(request: Request, server: unknown): Promise<Response> }): unknown;
+  };
+  const Deno: {
+    serve(options: { port?: number }, handler: (request: Request, info: unknown) => Promise<Response>): unknown;
+  };
+  interface ExecutionContext {
+    waitUntil(promise: Promise<unknown>): void;
+  }
+  interface DurableObjectNamespace {
+    idFromName(name: string): unknown;
+  }
 }
 export {};
 `;
