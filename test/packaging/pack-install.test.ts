@@ -167,6 +167,7 @@ describe('the packages as a merchant installs them from a clone', () => {
         'payhook-koa',
         'payhook-redis',
         'payhook-sender',
+        'payhook-web',
         'payhook',
       ]
         .map((name) => `${name}.tgz`)
