@@ -46,6 +46,13 @@ export interface SenderConfig {
    * default off, since receivers see it). Needs an OpenTelemetry SDK registered by the application.
    */
   traceparent: boolean;
+  /**
+   * When a failing webhook endpoint is disabled (`disabled_reason: "failing"`): after every attempt
+   * for `afterSeconds` failed (`PAYHOOK_ENDPOINT_DISABLE_AFTER_SECONDS`, default 432,000: 5 days; 0
+   * never disables), once at least `minAttempts` were made in that time
+   * (`PAYHOOK_ENDPOINT_DISABLE_MIN_ATTEMPTS`, default 10). Warnings come at 50, 75 and 90 % of it.
+   */
+  endpointDisable: { afterSeconds: number; minAttempts: number };
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -74,8 +81,10 @@ function logLevel(raw: string | undefined): string {
  * flight finish before releasing them), `PAYHOOK_MAINTENANCE_INTERVAL_SECONDS` (10, 0 to turn off:
  * how often PGlite's tables are checked for a vacuum), `PAYHOOK_DB_ACQUIRE_TIMEOUT_MS` (2000) and
  * `PAYHOOK_DB_STATEMENT_TIMEOUT_MS` (2500: how long a request waits on PostgreSQL before it is
- * answered 503) and `PAYHOOK_TRACEPARENT` (`1` to send each attempt's trace context to the
- * receiver). A bad value is a `ConfigError` naming the variable.
+ * answered 503), `PAYHOOK_TRACEPARENT` (`1` to send each attempt's trace context to the
+ * receiver), `PAYHOOK_ENDPOINT_DISABLE_AFTER_SECONDS` (432000, 0 to never disable: how long every
+ * attempt to an endpoint must fail before it is disabled) and `PAYHOOK_ENDPOINT_DISABLE_MIN_ATTEMPTS`
+ * (10: the failed attempts that period needs). A bad value is a `ConfigError` naming the variable.
  *
  * @example
  * ```ts
@@ -132,5 +141,9 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
       statementTimeoutMs: int('PAYHOOK_DB_STATEMENT_TIMEOUT_MS', 2500, 100, 3_600_000),
     },
     traceparent: traceparent === '1',
+    endpointDisable: {
+      afterSeconds: int('PAYHOOK_ENDPOINT_DISABLE_AFTER_SECONDS', 5 * 86_400, 0, 365 * 86_400),
+      minAttempts: int('PAYHOOK_ENDPOINT_DISABLE_MIN_ATTEMPTS', 10, 1, 1_000_000),
+    },
   };
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SenderConfig } from './config.js';
 import { type Database, openDatabase } from './db/database.js';
 import { createMaintenance, type Maintenance } from './db/maintenance.js';
+import { checkFailingEndpoints } from './delivery/endpoint-health.js';
 import { type AttemptFeed, createAttemptFeed } from './delivery/feed.js';
 import { logFailure } from './delivery/logger.js';
 import { createDeliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
@@ -46,7 +47,8 @@ export interface SenderService {
 /**
  * Starts the whole sender in this process: storage (PGlite, or PostgreSQL when
  * `config.databaseUrl` is set), the HTTP API on `config.host:config.port`, the delivery worker and
- * the sweeper that expires unpaid sessions.
+ * the sweeper that expires unpaid sessions and warns about, then disables, failing webhook
+ * endpoints (`config.endpointDisable`).
  *
  * @example
  * ```ts
@@ -76,6 +78,7 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       config,
       metrics,
       feed,
+      ...(options.worker?.now ? { now: options.worker.now } : {}),
       ...(options.resolve ? { resolve: options.resolve } : {}),
       ...(options.logger !== undefined ? { logger: options.logger } : {}),
     });
@@ -92,11 +95,20 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       metrics,
       feed,
     });
-    // Sessions past their expires_at fail (with their event) within a few seconds.
+    // Sessions past their expires_at fail (with their event) within a few seconds; endpoints that
+    // keep failing are warned about, then disabled (on the worker's clock).
+    const now = options.worker?.now ?? (() => new Date());
+    const disableRule = {
+      afterMs: config.endpointDisable.afterSeconds * 1000,
+      minAttempts: config.endpointDisable.minAttempts,
+    };
     const sweeper = setInterval(() => {
       if (database.health.state === 'down') return;
       expireSessions(database).catch((error: unknown) =>
         logFailure(app.log, error, 'expiring sessions failed'),
+      );
+      checkFailingEndpoints(database, disableRule, now(), app.log).catch((error: unknown) =>
+        logFailure(app.log, error, 'checking failing webhook endpoints failed'),
       );
     }, 5000);
     // An outage is said once when it starts and once when it ends, not by every request it fails.

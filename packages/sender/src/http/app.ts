@@ -15,6 +15,7 @@ import type { Resolver } from '../net/webhook-url.js';
 import { ACT_AS_HEADER, createActAs } from './act-as.js';
 import { beneficiaryRoutes } from './beneficiaries.js';
 import { customerRoutes } from './customers.js';
+import { endpointOperationRoutes } from './endpoint-operations.js';
 import { databaseUnavailable, malformedRequest, sendApiError, toApiError } from './errors.js';
 import { eventRoutes } from './events.js';
 import { healthRoutes } from './health.js';
@@ -55,6 +56,11 @@ export interface AppOptions {
   feed?: AttemptFeed;
   /** Fastify's logger option (default: pino at `config.logLevel`, on stdout; `stream` writes elsewhere). */
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
+  /**
+   * The clock of the webhook endpoints' failure warnings, recoveries and enabling (default: the
+   * system's); `startSender` passes its worker's, so tests move both together.
+   */
+  now?: () => Date;
 }
 
 const PUBLIC_PATHS = new Set([
@@ -258,7 +264,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   await app.register(settingsRoutes, { database, config, resolve: options.resolve });
   await app.register(signingSecretRoutes, { database });
-  await app.register(webhookEndpointRoutes, { database, config, resolve: options.resolve });
+  await app.register(webhookEndpointRoutes, { database, config, resolve: options.resolve, now: options.now });
+  await app.register(endpointOperationRoutes, { database, ...(options.now ? { now: options.now } : {}) });
   await app.register(customerRoutes, { database });
   await app.register(beneficiaryRoutes, { database });
   await app.register(paymentRoutes, { database, config });

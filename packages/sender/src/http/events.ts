@@ -6,6 +6,7 @@ import type { Mode, Schema } from '../db/schema.js';
 import { isWebhookUrl } from '../delivery/destination.js';
 import { endpointsTaking } from '../delivery/outbox.js';
 import { redeliverEvent, redeliverFailed } from '../delivery/redeliver.js';
+import { isHeld } from '../delivery/sql/held-deliveries.js';
 import { ApiError } from '../errors.js';
 import { UUID } from '../ids.js';
 import { isoMicros } from '../timestamps.js';
@@ -261,7 +262,9 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
             status: d.status,
             attempt_count: d.attempts,
             created_at: isoMicros(d.created_at),
-            next_attempt_at: d.status === 'pending' ? iso(d.next_attempt_at) : null,
+            // A delivery held while its endpoint is disabled has no next attempt to promise.
+            next_attempt_at:
+              d.status === 'pending' && !isHeld(d.next_attempt_at) ? iso(d.next_attempt_at) : null,
             finished_at: iso(d.finished_at),
             superseded_by: d.superseded_by,
             attempts: attempts

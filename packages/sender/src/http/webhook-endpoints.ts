@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
+import { resumeEndpoint } from '../delivery/endpoint-health.js';
 import { normalizeFilter } from '../endpoints/filter.js';
 import {
   createEndpoint,
@@ -15,6 +16,7 @@ import {
 } from '../endpoints/store.js';
 import { ApiError } from '../errors.js';
 import { checkWebhookUrl, type Resolver } from '../net/webhook-url.js';
+import { EndpointFailure, withFailures } from './endpoint-operations.js';
 import { responseStored, storeResponse } from './idempotency.js';
 import { WEBHOOKS } from './openapi.js';
 import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
@@ -92,6 +94,7 @@ export const WebhookEndpoint = Type.Object(
     rate_limit_per_second: Type.Union([Type.Integer(), Type.Null()]),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
+    failure: EndpointFailure,
   },
   { title: 'WebhookEndpoint' },
 );
@@ -120,8 +123,13 @@ export const webhookEndpointRoutes: FastifyPluginAsync<{
   database: Database;
   config: SenderConfig;
   resolve?: Resolver | undefined;
-}> = async (app, { database, config, resolve }) => {
+  /** The clock of the failure warnings and of enabling (default: the system's). */
+  now?: (() => Date) | undefined;
+}> = async (app, { database, config, resolve, now = () => new Date() }) => {
   const { db } = database;
+  /** Endpoints as the API answers them, each with its `failure`. */
+  const present = (rows: readonly EndpointRow[]) =>
+    withFailures(database, config, rows.map(toEndpointView), now());
 
   /** The SSRF rules of the settings' webhook_urls, with their messages; 422 naming `url`. */
   async function vetUrl(url: string): Promise<void> {
@@ -160,7 +168,7 @@ export const webhookEndpointRoutes: FastifyPluginAsync<{
           ...(body.signature_scheme ? { signatureScheme: body.signature_scheme } : {}),
           rateLimitPerSecond: body.rate_limit_per_second ?? null,
         });
-        const created = { data: toEndpointView(row) };
+        const created = { data: { ...toEndpointView(row), failure: null } };
         await storeResponse(tx, request, reply, 201, created);
         return created;
       });
@@ -193,7 +201,7 @@ export const webhookEndpointRoutes: FastifyPluginAsync<{
           return (await q.execute()) as (EndpointRow & { micros: string })[];
         },
       );
-      return { data: rows.map(toEndpointView), pagination };
+      return { data: await present(rows), pagination };
     },
   );
 
@@ -208,7 +216,7 @@ export const webhookEndpointRoutes: FastifyPluginAsync<{
       },
     },
     async (request) => ({
-      data: toEndpointView(await getEndpoint(db, request.principal, request.params.id)),
+      data: (await present([await getEndpoint(db, request.principal, request.params.id)]))[0],
     }),
   );
 
@@ -240,17 +248,25 @@ export const webhookEndpointRoutes: FastifyPluginAsync<{
       }
       const enabledEvents = filterOf(body.enabled_events);
       if (body.url !== undefined) await vetUrl(body.url);
-      const row = await updateEndpoint(db, request.principal, current.id, {
-        ...(body.url !== undefined ? { url: body.url } : {}),
-        ...(body.description !== undefined ? { description: body.description } : {}),
-        ...(enabledEvents ? { enabledEvents } : {}),
-        ...(body.rate_limit_per_second !== undefined
-          ? { rateLimitPerSecond: body.rate_limit_per_second }
-          : {}),
-        ...(body.status !== undefined ? { status: body.status } : {}),
+      // Enabling a disabled endpoint resumes its held deliveries and forgets its failures, with
+      // the status change (delivery/endpoint-health.ts, resumeEndpoint).
+      const row = await db.transaction().execute(async (tx) => {
+        const updated = await updateEndpoint(tx, request.principal, current.id, {
+          ...(body.url !== undefined ? { url: body.url } : {}),
+          ...(body.description !== undefined ? { description: body.description } : {}),
+          ...(enabledEvents ? { enabledEvents } : {}),
+          ...(body.rate_limit_per_second !== undefined
+            ? { rateLimitPerSecond: body.rate_limit_per_second }
+            : {}),
+          ...(body.status !== undefined ? { status: body.status } : {}),
+        });
+        if (updated && body.status === 'enabled' && current.status === 'disabled') {
+          await resumeEndpoint(tx, updated.id, now());
+        }
+        return updated;
       });
       if (!row) throw new ApiError('not_found', `No webhook endpoint ${JSON.stringify(request.params.id)}.`);
-      return { data: toEndpointView(row) };
+      return { data: (await present([row]))[0] };
     },
   );
 

@@ -2,6 +2,7 @@ import { type Kysely, sql, type Transaction } from 'kysely';
 import { PREPARE } from '../../db/database.js';
 import type { Mode, Schema } from '../../db/schema.js';
 import { slotsSql, type UrlShare } from '../membership.js';
+import { endpointDisabled, endpointDisabledLocked, HELD_UNTIL } from './held-deliveries.js';
 
 /** A claimed delivery, with what its attempt sends. */
 export interface Claim {
@@ -105,6 +106,9 @@ function dueFilter(now: Date, share: ClaimOptions['share']) {
  * the lease, so a claimed row is not due again until the lease ends (docs/design.md, "Delivery
  * worker"; docs/decisions.md, "A claim moves the delivery's due time").
  *
+ * A due delivery of a disabled endpoint is not claimed but held (`./held-deliveries.ts`): due at
+ * {@link HELD_UNTIL}, past every claim's walk, until enabling the endpoint resumes it.
+ *
  * With per-URL limits (`maxPerUrl` below `limit`, or `urlLimits`), the oldest rows of each URL up
  * to its limit are kept and the rest stay due, untouched. The rows of a `paced` URL past its room
  * are moved to their turn instead: a URL's backlog costs each claim no more than the rows it
@@ -145,11 +149,16 @@ export async function claimDeliveries(
           order by next_attempt_at
           limit ${limit}
           for update skip locked
+        ),
+        held as (
+          update deliveries d set next_attempt_at = ${HELD_UNTIL}
+          from due where d.id = due.id and ${endpointDisabledLocked('d')}
+          returning d.id
         )
         update deliveries d
         set claim_token = ${token}, next_attempt_at = ${leaseEnd}
         from due, events e
-        where d.id = due.id and e.id = d.event_id
+        where d.id = due.id and e.id = d.event_id and not ${endpointDisabled('d')}
         returning ${CLAIMED}`.execute(db)
       : // A named prepared statement on PostgreSQL: planned once per connection, not at every claim.
         await sql<Row>`${sql.raw(PREPARE)}
@@ -177,18 +186,23 @@ export async function claimDeliveries(
           order by r.next_attempt_at
           for update of d skip locked
         ),
+        held as (
+          update deliveries d set next_attempt_at = ${HELD_UNTIL}
+          from locked l where d.id = l.id and ${endpointDisabledLocked('d')}
+          returning d.id
+        ),
         claimed as (
           update deliveries d
           set claim_token = ${token}, next_attempt_at = ${leaseEnd}
           from locked l, events e
-          where d.id = l.id and l.n <= l.room and e.id = d.event_id
+          where d.id = l.id and l.n <= l.room and e.id = d.event_id and not ${endpointDisabled('d')}
           returning ${CLAIMED}
         ),
         moved as (
           update deliveries d
           set next_attempt_at = to_timestamp((l.from_ms + l.step_ms * (l.n - l.room - 1)) / 1000.0)
           from locked l
-          where d.id = l.id and l.n > l.room
+          where d.id = l.id and l.n > l.room and not ${endpointDisabled('d')}
           returning d.id, null::uuid as token, d.event_id, d.url, d.attempts, d.first_attempt_at,
             null::text as payload, null::text as business_id, null::text as mode,
             null::timestamptz as event_created_at, d.endpoint_id, d.next_attempt_at as paced_to

@@ -2,6 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import { PREPARE } from '../../db/database.js';
 import type { AttemptOutcome } from '../attempt-outcome.js';
 import type { Claim } from './claim-deliveries.js';
+import { endpointFailureCtes } from './endpoint-failures.js';
 
 /** One attempt to record, and the state its delivery moves to. */
 export interface AttemptRecord {
@@ -23,7 +24,8 @@ const text = (value: string | null | undefined) =>
 /**
  * The statement that records attempts, many at once: each delivery whose claim token still
  * matches takes its next state (and loses its claim), and an attempt row is written for each of
- * those; it returns their ids, so a record whose lease was lost is known. Run it with
+ * those, and each endpoint's run of failures is kept up to date (`endpointFailureCtes`); it
+ * returns their ids, so a record whose lease was lost is known. Run it with
  * `database.delivery`.
  *
  * @example
@@ -71,7 +73,7 @@ export function recordAttemptsStatement(
         where d.id = v.id and d.claim_token = v.token
         returning v.id, v.attempts, v.url, v.started_at, v.latency_ms, v.status_code, v.response_body,
                   v.error_code, v.error_message
-      )
+      )${endpointFailureCtes}
       insert into delivery_attempts
         (delivery_id, attempt, url, started_at, latency_ms, status_code, response_body, error_code, error_message)
       select * from kept
