@@ -106,7 +106,7 @@ describe('the dashboard in Chromium', { timeout: 90_000 }, () => {
         reloaded = true;
       });
       const eventId = await makeEvent();
-      await page.locator('#live-log li', { hasText: 'payment.session.created' }).first().waitFor();
+      await page.locator('#live-log tr', { hasText: 'payment.session.created' }).first().waitFor();
       await page.locator(`#events-table a[href="/dashboard/events/${eventId}"]`).waitFor();
       expect(reloaded).toBe(false);
       await shot(page, 'events');
@@ -121,8 +121,11 @@ describe('the dashboard in Chromium', { timeout: 90_000 }, () => {
         .first()
         .click();
       await page.waitForURL('**/dashboard/payments?notice=payment_succeeded');
-      await page.locator('#live-log li', { hasText: 'payment.session.succeeded' }).first().waitFor();
       await shot(page, 'payments');
+      // The live attempts are a table on the events page (not repeated at the foot of every page).
+      expect(await page.locator('#live-log').count()).toBe(0);
+      await page.getByRole('link', { name: 'Events' }).click();
+      await page.locator('#live-log tr', { hasText: 'payment.session.succeeded' }).first().waitFor();
     } finally {
       await context.close();
     }
@@ -148,21 +151,61 @@ describe('the dashboard in Chromium', { timeout: 90_000 }, () => {
     }
   });
 
-  it("refuses a private webhook URL with the rule's message, and lists the URLs' health", async () => {
+  it("refuses a private webhook URL with the rule's message, lists the endpoints, and shows one's page with its charts", async () => {
     const { context, page } = await signedIn(sender.keys.test);
     try {
       await page.getByRole('link', { name: 'Endpoints' }).click();
       await page.locator('#endpoints').getByText(sender.webhookUrl).waitFor();
       await page.getByLabel('URL', { exact: true }).fill('http://10.1.2.3/webhooks');
-      await page.getByRole('button', { name: 'Add URL' }).click();
+      await page.getByRole('button', { name: 'Add endpoint' }).click();
       const alert = page.getByRole('alert');
       await alert.waitFor();
-      expect(await alert.textContent()).toMatch(/Some webhook URLs cannot receive events\..*private/is);
+      expect(await alert.textContent()).toMatch(/The webhook URL cannot receive events\..*private/is);
       expect(await api<{ webhook_urls: string[] }>(sender.keys.test, 'GET', '/accounts/settings')).toEqual({
         require_mfa: false,
         webhook_urls: [sender.webhookUrl],
       });
       await shot(page, 'endpoints');
+
+      // The endpoint's page: status, filter, secret on demand, the charts of its attempts so far.
+      await page.locator('#endpoints').getByRole('link', { name: sender.webhookUrl }).click();
+      await page.getByRole('heading', { name: sender.webhookUrl }).waitFor();
+      expect(await page.locator('svg.chart').count()).toBe(2);
+      expect(await page.locator('svg.chart rect.ok').count()).toBeGreaterThan(0);
+      await page
+        .getByText(/\(show\)/)
+        .first()
+        .click();
+      await expect.poll(() => page.locator('code.secret').first().isVisible()).toBe(true);
+      await shot(page, 'endpoint');
+      // Disable and enable with the page's buttons.
+      await page.getByRole('button', { name: 'Disable' }).click();
+      await page.waitForURL('**notice=endpoint_disabled');
+      await page.getByRole('button', { name: 'Enable' }).click();
+      await page.waitForURL('**notice=endpoint_enabled');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('fits a 390 px wide screen: no page scrolls sideways, and tables become cards', async () => {
+    const { context, page } = await signedIn(sender.keys.test);
+    try {
+      await page.setViewportSize({ width: 390, height: 844 });
+      const [endpoint] = await api<{ id: string }[]>(sender.keys.test, 'GET', '/webhook-endpoints');
+      const eventId = await makeEvent();
+      for (const [path, name] of [
+        ['/dashboard/events', 'events-390'],
+        [`/dashboard/events/${eventId}`, 'event-390'],
+        ['/dashboard/endpoints', 'endpoints-390'],
+        [`/dashboard/endpoints/${endpoint?.id}`, 'endpoint-390'],
+        ['/dashboard/payments', 'payments-390'],
+      ] as const) {
+        await page.goto(`${sender.url}${path}`);
+        const width = await page.evaluate<number>('document.documentElement.scrollWidth');
+        expect(width, path).toBeLessThanOrEqual(390);
+        await shot(page, name);
+      }
     } finally {
       await context.close();
     }

@@ -226,30 +226,33 @@ describe('the dashboard: what a business sees and does', () => {
     expect(await response.text()).toContain('role="alert"');
   });
 
-  it('adds a public URL, refuses a private one with the rule and its switch, and removes a URL', async () => {
+  it('adds a public URL, refuses a private one with the rule and its switch, and removes an endpoint', async () => {
     const cookie = await signIn(base, sender.keys.other);
     const { csrf } = await getPage(base, '/dashboard/endpoints', cookie);
     const refused = await postForm(base, '/dashboard/endpoints', cookie, {
       _csrf: csrf as string,
       url: 'http://127.0.0.1:9/webhooks',
+      'event:*': 'on',
     });
     expect(refused.status).toBe(422);
     const text = await refused.text();
-    expect(text).toContain('Some webhook URLs cannot receive events.');
+    expect(text).toContain('The webhook URL cannot receive events.');
     expect(text).toMatch(/private|loopback/i);
     expect(text).toContain('value="http://127.0.0.1:9/webhooks"');
 
     const added = await postForm(base, '/dashboard/endpoints', cookie, {
       _csrf: csrf as string,
       url: sender.webhookUrl,
+      'event:*': 'on',
     });
     expect(added.headers.get('location')).toBe('/dashboard/endpoints?notice=url_added');
     const listed = await getPage(base, '/dashboard/endpoints', cookie);
     expect(listed.html).toContain(sender.webhookUrl);
     expect(listed.html).toContain('whsec_');
-    const removed = await postForm(base, '/dashboard/endpoints/remove', cookie, {
+    const [endpoint] = (await api<{ id: string }[]>(sender.keys.other, 'GET', '/webhook-endpoints')).body
+      .data;
+    const removed = await postForm(base, `/dashboard/endpoints/${endpoint?.id}/delete`, cookie, {
       _csrf: csrf as string,
-      url: sender.webhookUrl,
     });
     expect(removed.headers.get('location')).toBe('/dashboard/endpoints?notice=url_removed');
     expect(

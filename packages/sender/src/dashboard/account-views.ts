@@ -16,53 +16,6 @@ export interface SecretView {
 
 type ApiErrorView = { message: string; details?: { field: string; message: string }[] };
 
-/** The endpoints view: each URL's health, adding and removing one, and the signing secrets. */
-export function endpointsPage(
-  context: PageContext,
-  data: {
-    health: UrlHealth[];
-    secrets: SecretView[];
-    notice?: string | undefined;
-    error?: ApiErrorView | undefined;
-    url?: string;
-  },
-): Html {
-  const percent = (rate: number | null) => (rate === null ? '—' : `${(rate * 100).toFixed(1)} %`);
-  const content = html`<h1>Endpoints</h1>${notice(data.notice)}${apiErrorBox(data.error)}
-<div id="endpoints" data-live-region>
-<table><caption>Webhook URLs, over the last 24 hours</caption>
-<thead><tr><th scope="col">URL</th><th scope="col">Success rate</th><th scope="col">p50 latency</th><th scope="col">Pending</th><th scope="col">Last error</th><th scope="col"><span class="skip">Actions</span></th></tr></thead>
-<tbody>${data.health.length === 0 ? html`<tr><td colspan="6">No webhook URL yet: events are recorded but not delivered.</td></tr>` : ''}${data.health.map(
-    (
-      h,
-    ) => html`<tr><td class="mono">${h.url}</td><td>${percent(h.success_rate)} <span class="muted">of ${h.attempts}</span></td>
-<td>${h.p50_latency_ms === null ? '—' : `${h.p50_latency_ms} ms`}</td><td>${h.pending}</td>
-<td>${h.last_error ? html`${when(h.last_error.at)}: <code>${h.last_error.code}</code>${h.last_error.status_code === null ? '' : ` (HTTP ${h.last_error.status_code})`}` : '—'}</td>
-<td><form class="inline" method="post" action="/dashboard/endpoints/remove">${csrfField(context)}<input type="hidden" name="url" value="${h.url}">
-<button type="submit" class="danger" aria-label="Remove ${h.url}">Remove</button></form></td></tr>`,
-  )}</tbody></table>
-</div>
-<h2 id="add-title">Add a webhook URL</h2>
-<form class="row" method="post" action="/dashboard/endpoints" aria-labelledby="add-title">${csrfField(context)}
-  <label>URL <input type="url" name="url" required placeholder="https://merchant.example/webhooks" value="${data.url ?? ''}"></label>
-  <button type="submit" class="primary">Add URL</button>
-</form>
-<h2 id="secrets-title">Signing secrets</h2>
-<p class="muted">Receivers verify the <code>webhook-signature</code> header with these (Standard Webhooks). During a rotation both are signed with.</p>
-<table aria-labelledby="secrets-title"><thead><tr><th scope="col">Secret</th><th scope="col">State</th><th scope="col">Created</th><th scope="col">Valid until</th></tr></thead>
-<tbody>${data.secrets.map(
-    (
-      s,
-    ) => html`<tr><td><details><summary>${s.secret.slice(0, 10)}… (show)</summary><code>${s.secret}</code></details></td>
-<td>${s.current ? 'current' : 'previous'}</td><td>${when(s.created_at)}</td><td>${s.expires_at ? when(s.expires_at) : 'no end'}</td></tr>`,
-  )}</tbody></table>
-<form class="row" method="post" action="/dashboard/endpoints/rotate-secret">${csrfField(context)}
-  <label>Keep the previous secret for <select name="overlap_seconds"><option value="86400">24 hours</option><option value="3600">1 hour</option><option value="0">no time (it leaked)</option></select></label>
-  <button type="submit">Rotate the secret</button>
-</form>`;
-  return page(context, { title: 'Endpoints', live: {} }, content);
-}
-
 /** A payment as `GET /payments` answers it (the part shown). */
 export interface PaymentView {
   status: string;
@@ -109,15 +62,15 @@ export function paymentsPage(
   <label>Description <input type="text" name="description" value="Test order" maxlength="200" required></label>
   <button type="submit" class="primary">Create session (NGN, bank transfer)</button>
 </form>
-<div id="payments" data-live-region>
-<table><caption>Newest first</caption>
+<div id="payments" class="table-wrap" data-live-region>
+<table class="stack"><caption>Newest first</caption>
 <thead><tr><th scope="col">Created</th><th scope="col">Payment</th><th scope="col">Amount</th><th scope="col">Status</th><th scope="col">Sandbox</th></tr></thead>
 <tbody>${data.payments.map(
     (
       p,
-    ) => html`<tr><td>${when(p.payment.date)}</td><td class="mono">${p.payment.id}<br><span class="muted">${p.payment.description}</span></td>
-<td>${(p.payment.amount / 100).toFixed(2)} ${p.payment.currency}</td><td>${paymentStatus(p.payment.status)}</td>
-<td>${
+    ) => html`<tr><td data-label="Created">${when(p.payment.date)}</td><td data-label="Payment" class="mono">${p.payment.id}<br><span class="muted">${p.payment.description}</span></td>
+<td data-label="Amount">${(p.payment.amount / 100).toFixed(2)} ${p.payment.currency}</td><td data-label="Status">${paymentStatus(p.payment.status)}</td>
+<td data-label="Sandbox">${
       p.payment.status === 'pending'
         ? html`<form class="inline" method="post" action="/dashboard/payments/${p.payment.id}/complete">${csrfField(context)}<input type="hidden" name="outcome" value="succeeded"><button type="submit" aria-label="Complete payment ${p.payment.id}">Complete</button></form>
 <form class="inline" method="post" action="/dashboard/payments/${p.payment.id}/complete">${csrfField(context)}<input type="hidden" name="outcome" value="failed"><button type="submit" class="danger" aria-label="Fail payment ${p.payment.id}">Fail</button></form>`

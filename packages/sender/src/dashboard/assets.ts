@@ -8,39 +8,87 @@ import { createHash } from 'node:crypto';
 
 const CSS = `
 :root { color-scheme: light; --fg: #1b1f24; --muted: #57606a; --line: #d0d7de; --bg: #fff; --soft: #f6f8fa;
-  --ok: #1a7f37; --bad: #cf222e; --wait: #9a6700; --accent: #0969da; font: 15px/1.5 system-ui, sans-serif; }
+  --ok: #1a7f37; --bad: #cf222e; --wait: #9a6700; --accent: #0969da; --accent-dark: #0550ae;
+  --radius: 6px; font: 15px/1.5 system-ui, sans-serif; }
 * { box-sizing: border-box; }
 body { margin: 0; color: var(--fg); background: var(--bg); }
 a { color: var(--accent); }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .skip { position: absolute; left: -999px; } .skip:focus { left: 8px; top: 8px; background: var(--bg); padding: 4px 8px; z-index: 2; }
-header { display: flex; flex-wrap: wrap; gap: 16px; align-items: center; padding: 10px 20px; border-bottom: 1px solid var(--line); background: var(--soft); }
-header .brand { font-weight: 700; } header nav ul { display: flex; gap: 14px; list-style: none; margin: 0; padding: 0; }
+header { display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: center; padding: 10px 20px; border-bottom: 1px solid var(--line); background: var(--soft); }
+header .brand { font-weight: 700; display: flex; align-items: center; gap: 6px; }
+header .brand::before { content: ""; width: 18px; height: 18px; border-radius: 5px; background: var(--accent); }
+header nav ul { display: flex; flex-wrap: wrap; gap: 4px 14px; list-style: none; margin: 0; padding: 0; }
 header nav a[aria-current="page"] { font-weight: 700; text-decoration-thickness: 3px; }
-header .who { margin-left: auto; display: flex; gap: 10px; align-items: center; color: var(--muted); }
+header .who { margin-left: auto; display: flex; flex-wrap: wrap; gap: 6px 10px; align-items: center; color: var(--muted); }
 .mode { border: 1px solid currentColor; border-radius: 4px; padding: 0 6px; font-size: 13px; }
 main { padding: 16px 20px 40px; max-width: 1200px; }
-h1 { font-size: 22px; margin: 8px 0 14px; } h2 { font-size: 18px; margin: 22px 0 8px; } h3 { font-size: 16px; }
-h1 code, h3 .mono { font-size: inherit; } dl { display: grid; grid-template-columns: max-content auto; gap: 2px 14px; } dd { margin: 0; }
+h1 { font-size: 22px; margin: 8px 0 14px; } h2 { font-size: 18px; margin: 24px 0 8px; } h3 { font-size: 16px; }
+h1 code, h3 .mono { font-size: inherit; } dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 2px 14px; } dd { margin: 0; overflow-wrap: anywhere; }
+.url, .mono, .secret { overflow-wrap: anywhere; word-break: break-word; }
+.table-wrap { max-width: 100%; overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; } caption { text-align: left; color: var(--muted); padding: 4px 0; }
-th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
-th { background: var(--soft); font-weight: 600; }
+th, td { text-align: left; padding: 7px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { background: var(--soft); font-weight: 600; font-size: 13px; color: var(--muted); }
+tbody tr:hover { background: #fbfcfd; }
 code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; }
-pre { background: var(--soft); border: 1px solid var(--line); padding: 10px; overflow: auto; max-height: 420px; }
-form.inline { display: inline; } form.filters, form.row { display: flex; flex-wrap: wrap; gap: 10px; align-items: end; margin: 8px 0 14px; }
-label { display: flex; flex-direction: column; font-size: 13px; color: var(--muted); gap: 2px; }
-input, select, button { font: inherit; padding: 5px 8px; border: 1px solid var(--line); border-radius: 6px; color: var(--fg); background: var(--bg); }
-input[type=url], input[type=password] { min-width: 320px; }
-button { background: var(--soft); cursor: pointer; } button.primary { background: var(--accent); color: #fff; border-color: var(--accent); }
-button.danger { color: var(--bad); border-color: var(--bad); }
+pre { background: var(--soft); border: 1px solid var(--line); border-radius: var(--radius); padding: 10px; overflow: auto; max-height: 420px; }
+form.inline { display: inline; }
+form.filters, form.row { display: flex; flex-wrap: wrap; gap: 10px; align-items: end; margin: 8px 0 14px; }
+form.stacked { display: grid; gap: 12px; max-width: 560px; margin: 8px 0 14px; }
+label { display: flex; flex-direction: column; font-size: 13px; font-weight: 600; color: var(--muted); gap: 4px; }
+label.check { flex-direction: row; align-items: center; gap: 8px; font-weight: 400; color: var(--fg); }
+fieldset { border: 1px solid var(--line); border-radius: var(--radius); padding: 8px 12px; margin: 0; display: grid; gap: 6px; }
+legend { font-size: 13px; font-weight: 600; color: var(--muted); padding: 0 4px; }
+input, select, button { font: inherit; font-size: 14px; min-height: 36px; padding: 6px 10px; border: 1px solid var(--line); border-radius: var(--radius); color: var(--fg); background: var(--bg); }
+input, select { box-shadow: inset 0 1px 2px rgba(27, 31, 36, 0.06); transition: border-color 0.15s, box-shadow 0.15s; }
+input:hover, select:hover { border-color: #afb8c1; }
+input:focus, select:focus { border-color: var(--accent); box-shadow: 0 0 0 3px rgba(9, 105, 218, 0.2); outline: none; }
+input:focus-visible, select:focus-visible { outline: 3px solid var(--accent); outline-offset: 1px; }
+input[type=checkbox] { min-height: 0; width: 16px; height: 16px; accent-color: var(--accent); box-shadow: none; }
+input[type=url], input[type=password], input[type=text] { width: min(420px, 100%); }
+select { appearance: none; padding-right: 30px; background-color: var(--bg);
+  background-image: linear-gradient(45deg, transparent 50%, var(--muted) 50%), linear-gradient(135deg, var(--muted) 50%, transparent 50%);
+  background-position: calc(100% - 16px) 55%, calc(100% - 11px) 55%; background-size: 5px 5px; background-repeat: no-repeat; }
+button { background: var(--soft); cursor: pointer; font-weight: 600; box-shadow: 0 1px 0 rgba(27, 31, 36, 0.04); transition: background 0.15s, border-color 0.15s; }
+button:hover { background: #eef1f4; border-color: #afb8c1; } button:active { background: #e4e8ec; }
+button.primary { background: var(--accent); color: #fff; border-color: var(--accent); }
+button.primary:hover { background: var(--accent-dark); border-color: var(--accent-dark); }
+button.danger { color: var(--bad); border-color: rgba(207, 34, 46, 0.5); background: var(--bg); }
+button.danger:hover { background: #fff0f0; border-color: var(--bad); }
 .status { white-space: nowrap; font-weight: 600; }
 .status.delivered, .status.ok { color: var(--ok); } .status.failed, .status.bad { color: var(--bad); } .status.pending, .status.none { color: var(--wait); }
-.notice { border: 1px solid var(--ok); padding: 8px 12px; border-radius: 6px; margin: 8px 0; }
-.error { border: 1px solid var(--bad); padding: 8px 12px; border-radius: 6px; margin: 8px 0; }
+.notice, .error, .warning { border: 1px solid var(--ok); border-left-width: 4px; padding: 8px 12px; border-radius: var(--radius); margin: 8px 0; }
+.notice p, .error p, .warning p { margin: 0; }
+.error { border-color: var(--bad); background: #fff8f8; } .warning { border-color: var(--wait); background: #fffbeb; }
 .muted { color: var(--muted); } .pager { display: flex; gap: 16px; margin: 12px 0; }
-.live { border: 1px solid var(--line); border-radius: 6px; padding: 6px 10px; margin-top: 18px; }
-.live ol { margin: 4px 0; padding-left: 20px; max-height: 220px; overflow: auto; }
+.live { border: 1px solid var(--line); border-radius: var(--radius); padding: 6px 10px; margin-top: 22px; }
+.live h2 { margin-top: 6px; } .live .table-wrap { max-height: 320px; overflow: auto; }
 .card { max-width: 460px; margin: 60px auto; border: 1px solid var(--line); border-radius: 8px; padding: 20px 24px; }
+.card form { display: grid; gap: 12px; } .card input { width: 100%; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 420px), 1fr)); gap: 14px; }
+.charts figure { margin: 0; border: 1px solid var(--line); border-radius: var(--radius); padding: 8px; }
+.charts figcaption { font-size: 13px; color: var(--muted); }
+svg.chart { width: 100%; height: auto; display: block; }
+svg.chart .ok { fill: var(--ok); opacity: 0.75; } svg.chart .fail { fill: var(--bad); opacity: 0.55; }
+svg.chart .grid { stroke: var(--line); stroke-width: 1; } svg.chart .axis { fill: var(--muted); font-size: 11px; }
+svg.chart polyline.latency { fill: none; stroke: var(--accent); stroke-width: 2; } svg.chart circle.latency { fill: var(--accent); }
+svg.chart text.latency { fill: var(--accent); }
+.legend .key { display: inline-block; width: 12px; height: 12px; border-radius: 2px; vertical-align: -1px; margin: 0 4px 0 10px; }
+.legend .key.ok { background: var(--ok); } .legend .key.fail { background: var(--bad); } .legend .key.line { height: 3px; vertical-align: 3px; background: var(--accent); }
+@media (max-width: 640px) {
+  header { padding: 8px 12px; } main { padding: 12px 12px 32px; }
+  table.stack thead { position: absolute; left: -9999px; }
+  table.stack caption { display: block; width: 100%; }
+  table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; width: 100%; }
+  table.stack tr { border: 1px solid var(--line); border-radius: var(--radius); margin: 0 0 10px; padding: 4px 0; }
+  table.stack td { border: 0; padding: 3px 10px; display: grid; grid-template-columns: 7.5em minmax(0, 1fr); gap: 8px; }
+  table.stack td[data-label]::before { content: attr(data-label); color: var(--muted); font-size: 13px; font-weight: 600; }
+  table.stack td[colspan] { display: block; }
+  .table-wrap { overflow-x: visible; }
+  input[type=url], input[type=password], input[type=text] { width: 100%; }
+  dl { grid-template-columns: minmax(0, 1fr); } dt { font-weight: 600; margin-top: 6px; }
+}
 `;
 
 /** The script: live attempts over server-sent events, and a refresh of the live parts of the page. */
@@ -52,6 +100,7 @@ const JS = `
   var log = document.getElementById('live-log');
   var state = document.getElementById('live-state');
   var wanted = root.dataset.liveEvent || '';
+  var wantedUrl = root.dataset.liveUrl || '';
   var refreshing = false, again = false, last = 0;
   function say(text) { if (state) state.textContent = text; }
   function refresh() {
@@ -82,13 +131,26 @@ const JS = `
     var batch = JSON.parse(message.data);
     var relevant = false;
     batch.attempts.forEach(function (a) {
+      if (wantedUrl && a.url !== wantedUrl) return;
       if (!wanted || a.event_id === wanted) relevant = true;
       if (!log) return;
-      var item = document.createElement('li');
-      item.textContent = a.at.slice(11, 19) + '  ' + a.event_type + '  ' + a.url + '  ' +
-        (a.status_code === null ? (a.error_code || 'no response') : 'HTTP ' + a.status_code) +
-        '  ' + a.latency_ms + ' ms  (' + a.status + ')';
-      log.insertBefore(item, log.firstChild);
+      var ok = a.status_code === 200 && !a.error_code;
+      var row = document.createElement('tr');
+      [
+        ['Time (UTC)', a.at.slice(11, 19)],
+        ['Event', a.event_type],
+        ['URL', a.url],
+        ['Outcome', (ok ? '\u2713 ' : '\u2717 ') + (a.status_code === null ? (a.error_code || 'no response') : 'HTTP ' + a.status_code) + ' (' + a.status + ')'],
+        ['Latency', a.latency_ms + ' ms']
+      ].forEach(function (cell, i) {
+        var td = document.createElement('td');
+        td.textContent = cell[1];
+        td.setAttribute('data-label', cell[0]);
+        if (i === 2) td.className = 'mono url';
+        if (i === 3) td.className = 'status ' + (ok ? 'ok' : 'bad');
+        row.appendChild(td);
+      });
+      log.insertBefore(row, log.firstChild);
       while (log.children.length > 50) log.removeChild(log.lastChild);
     });
     if (relevant && document.querySelector('[data-live-region]')) refresh();

@@ -59,14 +59,14 @@ export function eventsPage(
   <label>Created before (UTC) <input type="datetime-local" name="created_before" value="${filters.created_before ?? ''}" step="1"></label>
   <button type="submit">Filter</button> <a href="/dashboard/events">Clear</a>
 </form>
-<div id="events-table" ${data.firstPage ? html`data-live-region` : ''}>
-<table><caption>${events.length === 0 ? 'No events match.' : `Newest first: ${events.length} on this page.`}</caption>
+<div id="events-table" class="table-wrap" ${data.firstPage ? html`data-live-region` : ''}>
+<table class="stack"><caption>${events.length === 0 ? 'No events match.' : `Newest first: ${events.length} on this page.`}</caption>
 <thead><tr><th scope="col">Created</th><th scope="col">Type</th><th scope="col">Delivery</th><th scope="col">Payment</th><th scope="col">Event</th></tr></thead>
 <tbody>${events.map(
     (
       e,
-    ) => html`<tr><td>${when(e.created_at)}</td><td><code>${e.type}</code></td><td>${statusBadge(e.delivery_status)}</td>
-<td class="mono">${e.payment_id ?? '—'}</td><td><a href="/dashboard/events/${e.id}">${e.id.slice(0, 8)}…<span class="skip"> event ${e.id}</span></a></td></tr>`,
+    ) => html`<tr><td data-label="Created">${when(e.created_at)}</td><td data-label="Type"><code>${e.type}</code></td><td data-label="Delivery">${statusBadge(e.delivery_status)}</td>
+<td data-label="Payment" class="mono">${e.payment_id ?? '—'}</td><td data-label="Event"><a href="/dashboard/events/${e.id}">${e.id.slice(0, 8)}…<span class="skip"> event ${e.id}</span></a></td></tr>`,
   )}</tbody></table>
 </div>
 <nav class="pager" aria-label="Pages">${
@@ -80,7 +80,7 @@ export function eventsPage(
   <button type="submit">Redeliver failed</button>
   <span class="muted">Only failed deliveries are sent again; delivered and pending ones are left alone.</span>
 </form>`;
-  return page(context, { title: 'Events', live: {} }, content);
+  return page(context, { title: 'Events', live: { log: true } }, content);
 }
 
 /** One event: its payload, each delivery and attempt, and redelivery. */
@@ -98,19 +98,19 @@ export function eventPage(context: PageContext, event: EventDetail, message?: st
 ${event.deliveries.length === 0 ? html`<p class="muted">No delivery: no webhook URL was registered when it was made.</p>` : ''}
 ${event.deliveries.map(
   (d, i) => html`<section aria-labelledby="delivery-${i}">
-<h3 id="delivery-${i}"><span class="mono">${d.url}</span> ${statusBadge(d.status)}</h3>
+<h3 id="delivery-${i}"><span class="mono url">${d.url}</span> ${statusBadge(d.status)}</h3>
 <p class="muted">${d.attempt_count} attempt${d.attempt_count === 1 ? '' : 's'} · created ${when(d.created_at)}${
     d.next_attempt_at ? html` · next attempt ${when(d.next_attempt_at)}` : ''
   }${d.finished_at ? html` · finished ${when(d.finished_at)}` : ''}${d.superseded_by ? ' · redelivered' : ''}</p>
-<table><caption>Attempts to ${d.url}</caption>
+<div class="table-wrap"><table class="stack"><caption>Attempts to ${d.url}</caption>
 <thead><tr><th scope="col">#</th><th scope="col">Time</th><th scope="col">Outcome</th><th scope="col">Latency</th><th scope="col">Error</th><th scope="col">Response</th></tr></thead>
 <tbody>${d.attempts.map(
     (
       a,
-    ) => html`<tr><td>${a.attempt}</td><td>${when(a.started_at)}</td><td>${outcomeBadge(a.status_code, a.error?.code)}</td>
-<td>${a.latency_ms} ms</td><td>${a.error ? html`<code>${a.error.code}</code> ${a.error.message}` : '—'}</td>
-<td>${a.response_body ? html`<code>${excerpt(a.response_body)}</code>` : html`<span class="muted">empty</span>`}</td></tr>`,
-  )}</tbody></table></section>`,
+    ) => html`<tr><td data-label="#">${a.attempt}</td><td data-label="Time">${when(a.started_at)}</td><td data-label="Outcome">${outcomeBadge(a.status_code, a.error?.code)}</td>
+<td data-label="Latency">${a.latency_ms} ms</td><td data-label="Error">${a.error ? html`<code>${a.error.code}</code> ${a.error.message}` : '—'}</td>
+<td data-label="Response">${a.response_body ? html`<code>${excerpt(a.response_body)}</code>` : html`<span class="muted">empty</span>`}</td></tr>`,
+  )}</tbody></table></div></section>`,
 )}
 </div>
 <h2>Payload</h2>

@@ -17,10 +17,14 @@ export interface PageContext {
   section: (typeof SECTIONS)[number]['path'];
 }
 
-/** A page's options: its live stream (the event it is about, if one), and its `<title>`. */
+/**
+ * A page's options: its `<title>`, and its live stream: the event or the endpoint URL it is about
+ * (its live-refreshed parts then follow only their attempts), and whether it shows the attempts
+ * as they come (`log`: a table under the content; the other live pages only refresh).
+ */
 export interface PageOptions {
   title: string;
-  live?: { eventId?: string };
+  live?: { eventId?: string; url?: string; log?: boolean };
 }
 
 /** A form's hidden CSRF field. */
@@ -46,13 +50,15 @@ export function page(context: PageContext, options: PageOptions, content: Html):
   </div>
 </header>
 <main id="main" tabindex="-1">${content}${
-      live
+      live?.log
         ? html`<section class="live" aria-labelledby="live-title"><h2 id="live-title">Live attempts</h2>
   <p id="live-state" class="muted" role="status">Live: connecting...</p>
-  <ol id="live-log" aria-live="polite" aria-relevant="additions"></ol></section>`
+  <div class="table-wrap"><table class="stack live-table"><caption class="skip">Attempts as they are made, newest first</caption>
+  <thead><tr><th scope="col">Time (UTC)</th><th scope="col">Event</th><th scope="col">URL</th><th scope="col">Outcome</th><th scope="col">Latency</th></tr></thead>
+  <tbody id="live-log" aria-live="polite" aria-relevant="additions"></tbody></table></div></section>`
         : ''
     }</main>`,
-    live ? { live: '/dashboard/live', eventId: live.eventId } : undefined,
+    live ? { live: '/dashboard/live', eventId: live.eventId, url: live.url } : undefined,
   );
 }
 
@@ -60,13 +66,13 @@ export function page(context: PageContext, options: PageOptions, content: Html):
 export function document(
   title: string,
   body: Html,
-  live?: { live: string; eventId?: string | undefined },
+  live?: { live: string; eventId?: string | undefined; url?: string | undefined },
 ): Html {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · payhook</title><link rel="stylesheet" href="/dashboard/assets/${ASSETS.css.file}">
+<title>${title} · payhook</title><link rel="icon" href="/favicon.ico" type="image/svg+xml"><link rel="stylesheet" href="/dashboard/assets/${ASSETS.css.file}">
 ${live ? html`<script src="/dashboard/assets/${ASSETS.js.file}" defer></script>` : ''}</head>
-<body${live ? html` data-live="${live.live}"${live.eventId ? html` data-live-event="${live.eventId}"` : ''}` : ''}>
+<body${live ? html` data-live="${live.live}"${live.eventId ? html` data-live-event="${live.eventId}"` : ''}${live.url ? html` data-live-url="${live.url}"` : ''}` : ''}>
 ${body}
 </body></html>`;
 }

@@ -9,8 +9,11 @@ const NOTICES: Record<string, (count: number) => string> = {
   redelivered: () => 'Redelivered: a new delivery to each registered URL, with its own 48 hours.',
   redelivered_failed: (n) => `Redelivered ${n} failed deliver${n === 1 ? 'y' : 'ies'}.`,
   no_webhook_urls: () => 'No webhook URL is registered: add one under Endpoints, then redeliver.',
-  url_added: () => 'Webhook URL added: new events are delivered to it.',
-  url_removed: () => 'Webhook URL removed: new events are no longer delivered to it.',
+  url_added: () => 'Endpoint added: new events it takes are delivered to it.',
+  url_removed: () => 'Endpoint removed: new events are no longer delivered to it.',
+  endpoint_enabled: () => 'Endpoint enabled: its kept deliveries resume, each with a fresh 48 hours.',
+  endpoint_disabled: () => 'Endpoint disabled: nothing is sent to it; its pending deliveries are kept.',
+  recovered: (n) => `Recovery queued ${n} deliver${n === 1 ? 'y' : 'ies'}, each with a fresh 48 hours.`,
   url_present: () => 'That webhook URL is registered already.',
   secret_rotated: () => 'Signing secret rotated: give the new one to your receivers.',
   payment_created: () => 'Test payment session created (payment.session.created).',
@@ -96,7 +99,7 @@ export interface PageTools {
   signedIn: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
   call: <T>(
     request: FastifyRequest,
-    method: 'GET' | 'POST' | 'PATCH',
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     url: string,
     payload?: unknown,
   ) => Promise<ApiAnswer<T & ApiErrorBody>>;

@@ -6,15 +6,9 @@ import type { Database } from '../db/database.js';
 import type { AttemptFeed } from '../delivery/feed.js';
 import type { ActAs } from '../http/act-as.js';
 import { databaseUnavailable, toApiError } from '../http/errors.js';
-import {
-  databaseUnavailablePage,
-  endpointsPage,
-  errorPage,
-  type SecretView,
-  signInPage,
-  type UrlHealth,
-} from './account-views.js';
+import { databaseUnavailablePage, errorPage, signInPage } from './account-views.js';
 import { ASSETS } from './assets.js';
+import { endpointPages } from './endpoint-routes.js';
 import {
   type EventDetail,
   type EventFilters,
@@ -134,7 +128,7 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
   });
   const call = <T>(
     request: FastifyRequest,
-    method: 'GET' | 'POST' | 'PATCH',
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     url: string,
     payload?: unknown,
   ) =>
@@ -269,68 +263,7 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
     },
   );
 
-  /** The endpoints page, with a notice, or an API refusal of a form (and the URL typed, to fix it). */
-  const endpoints = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    extra: { notice?: string | undefined; status?: number; error?: ApiErrorBody['error']; url?: string } = {},
-  ) => {
-    const [health, secrets] = await Promise.all([
-      call<{ data: UrlHealth[] }>(request, 'GET', '/accounts/webhook-health'),
-      call<{ data: SecretView[] }>(request, 'GET', '/accounts/signing-secrets'),
-    ]);
-    return sendPage(
-      reply.code(extra.status ?? 200),
-      endpointsPage(context(request, '/dashboard/endpoints'), {
-        health: health.body.data ?? [],
-        secrets: secrets.body.data ?? [],
-        notice: extra.notice,
-        error: extra.error,
-        ...(extra.url ? { url: extra.url } : {}),
-      }),
-    );
-  };
-  app.get<{ Querystring: { notice?: string } }>('/endpoints', { preHandler: signedIn }, (request, reply) =>
-    endpoints(request, reply, { notice: noticeOf(request.query) }),
-  );
-  /** Replaces the URL list through `PATCH /accounts/settings`, whose checks apply. */
-  const changeUrls = async (
-    request: FastifyRequest<{ Body: Form }>,
-    reply: FastifyReply,
-    change: (urls: string[]) => string[] | string,
-  ) => {
-    const current = await call<{ data: { webhook_urls: string[] } }>(request, 'GET', '/accounts/settings');
-    const next = change(current.body.data.webhook_urls);
-    if (typeof next === 'string') return reply.redirect(`/dashboard/endpoints?notice=${next}`, 303);
-    const answer = await call(request, 'PATCH', '/accounts/settings', { webhook_urls: next });
-    if (answer.status === 200) return undefined;
-    return endpoints(request, reply, {
-      status: answer.status,
-      error: answer.body.error,
-      url: request.body.url ?? '',
-    });
-  };
-  app.post<{ Body: Form }>('/endpoints', { preHandler: signedIn }, async (request, reply) => {
-    const url = (request.body.url ?? '').trim();
-    const refused = await changeUrls(request, reply, (urls) =>
-      urls.includes(url) ? 'url_present' : [...urls, url],
-    );
-    return refused ?? reply.redirect('/dashboard/endpoints?notice=url_added', 303);
-  });
-  app.post<{ Body: Form }>('/endpoints/remove', { preHandler: signedIn }, async (request, reply) => {
-    const refused = await changeUrls(request, reply, (urls) => urls.filter((u) => u !== request.body.url));
-    return refused ?? reply.redirect('/dashboard/endpoints?notice=url_removed', 303);
-  });
-  app.post<{ Body: Form }>('/endpoints/rotate-secret', { preHandler: signedIn }, async (request, reply) => {
-    const overlap = Number.parseInt(request.body.overlap_seconds ?? '86400', 10);
-    const answer = await call(request, 'POST', '/accounts/signing-secrets/rotate', {
-      overlap_seconds: overlap,
-    });
-    if (answer.status !== 200 && answer.status !== 201)
-      return endpoints(request, reply, { status: answer.status, error: answer.body.error });
-    return reply.redirect('/dashboard/endpoints?notice=secret_rotated', 303);
-  });
-
+  endpointPages(app, { signedIn, call, context });
   paymentPages(app, { signedIn, call, context });
 
   app.get('/live', { preHandler: signedIn }, async (request, reply) => {

@@ -1,0 +1,211 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { KNOWN_EVENT_TYPES } from '../http/webhook-endpoints.js';
+import type { SecretView, UrlHealth } from './account-views.js';
+import type { ChartData, StatsBucket } from './chart.js';
+import {
+  type EndpointForm,
+  type EndpointSecretView,
+  type EndpointView,
+  endpointPage,
+  endpointsListPage,
+} from './endpoint-views.js';
+import {
+  type ApiErrorBody,
+  apiRefusal,
+  asUtc,
+  type Form,
+  noticeOf,
+  type PageTools,
+  sendPage,
+} from './pages.js';
+
+interface Stats {
+  bucket_seconds: number;
+  buckets: StatsBucket[];
+}
+
+/** A page's refusal of a form: its status and the API's error. */
+interface Refusal {
+  status: number;
+  error: ApiErrorBody['error'];
+}
+
+/** The filter the add form's checkboxes make: every event, or the types checked. */
+export function filterOfForm(form: Form): string[] {
+  const types = Object.keys(form)
+    .filter((key) => key.startsWith('event:') && form[key] !== undefined)
+    .map((key) => key.slice('event:'.length));
+  return types.length === 0 || types.includes('*') ? ['*'] : types;
+}
+
+/**
+ * The endpoints views: the list (each endpoint, its status and last 24 hours, adding one, the
+ * business's secrets) and an endpoint's page (status and warnings, filter, scheme and secrets,
+ * charts, enable, disable, recover, rotate, remove), every read and action through the API's
+ * `/webhook-endpoints` routes for the signed-in business.
+ */
+export function endpointPages(app: FastifyInstance, { signedIn, call, context }: PageTools): void {
+  const list = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    extra: { notice?: string | undefined; refusal?: Refusal; form?: EndpointForm } = {},
+  ) => {
+    const [endpoints, health, secrets] = await Promise.all([
+      call<{ data: EndpointView[] }>(request, 'GET', '/webhook-endpoints?limit=100'),
+      call<{ data: UrlHealth[] }>(request, 'GET', '/accounts/webhook-health'),
+      call<{ data: SecretView[] }>(request, 'GET', '/accounts/signing-secrets'),
+    ]);
+    if (endpoints.status !== 200) return apiRefusal(reply, endpoints.status, endpoints.body);
+    return sendPage(
+      reply.code(extra.refusal?.status ?? 200),
+      endpointsListPage(context(request, '/dashboard/endpoints'), {
+        endpoints: endpoints.body.data,
+        health: health.body.data ?? [],
+        secrets: secrets.body.data ?? [],
+        knownEvents: KNOWN_EVENT_TYPES,
+        notice: extra.notice,
+        error: extra.refusal?.error,
+        ...(extra.form ? { form: extra.form } : {}),
+      }),
+    );
+  };
+
+  const one = async (
+    request: FastifyRequest<{ Params: { id: string } }>,
+    reply: FastifyReply,
+    extra: {
+      notice?: string | undefined;
+      refusal?: Refusal;
+      recover?: { since?: string; until?: string };
+    } = {},
+  ) => {
+    const id = encodeURIComponent(request.params.id);
+    const endpoint = await call<{ data: EndpointView }>(request, 'GET', `/webhook-endpoints/${id}`);
+    if (endpoint.status !== 200) return apiRefusal(reply, endpoint.status, endpoint.body);
+    const [secrets, day, week] = await Promise.all([
+      call<{ data: EndpointSecretView[] }>(request, 'GET', `/webhook-endpoints/${id}/signing-secrets`),
+      call<{ data: Stats }>(request, 'GET', `/webhook-endpoints/${id}/stats?window=24h`),
+      call<{ data: Stats }>(request, 'GET', `/webhook-endpoints/${id}/stats?window=7d`),
+    ]);
+    const chart = (label: string, stats: Stats | undefined): ChartData => ({
+      label,
+      bucketSeconds: stats?.bucket_seconds ?? 3600,
+      buckets: stats?.buckets ?? [],
+    });
+    return sendPage(
+      reply.code(extra.refusal?.status ?? 200),
+      endpointPage(context(request, '/dashboard/endpoints'), {
+        endpoint: endpoint.body.data,
+        secrets: secrets.body.data ?? [],
+        charts: [chart('Last 24 hours', day.body.data), chart('Last 7 days', week.body.data)],
+        notice: extra.notice,
+        error: extra.refusal?.error,
+        ...(extra.recover ? { recover: extra.recover } : {}),
+      }),
+    );
+  };
+
+  app.get<{ Querystring: { notice?: string } }>('/endpoints', { preHandler: signedIn }, (request, reply) =>
+    list(request, reply, { notice: noticeOf(request.query) }),
+  );
+
+  app.post<{ Body: Form }>('/endpoints', { preHandler: signedIn }, async (request, reply) => {
+    const url = (request.body.url ?? '').trim();
+    const description = (request.body.description ?? '').trim();
+    const answer = await call(request, 'POST', '/webhook-endpoints', {
+      url,
+      ...(description ? { description } : {}),
+      enabled_events: filterOfForm(request.body),
+      signature_scheme: request.body.signature_scheme === 'v1a' ? 'v1a' : 'v1',
+    });
+    if (answer.status !== 201) {
+      return list(request, reply, {
+        refusal: { status: answer.status, error: answer.body.error },
+        form: { url, description },
+      });
+    }
+    return reply.redirect('/dashboard/endpoints?notice=url_added', 303);
+  });
+
+  app.post<{ Body: Form }>('/endpoints/rotate-secret', { preHandler: signedIn }, async (request, reply) => {
+    const overlap = Number.parseInt(request.body.overlap_seconds ?? '86400', 10);
+    const answer = await call(request, 'POST', '/accounts/signing-secrets/rotate', {
+      overlap_seconds: overlap,
+    });
+    if (answer.status !== 200 && answer.status !== 201)
+      return list(request, reply, { refusal: { status: answer.status, error: answer.body.error } });
+    return reply.redirect('/dashboard/endpoints?notice=secret_rotated', 303);
+  });
+
+  app.get<{ Params: { id: string }; Querystring: { notice?: string; count?: string } }>(
+    '/endpoints/:id',
+    { preHandler: signedIn },
+    (request, reply) => one(request, reply, { notice: noticeOf(request.query) }),
+  );
+
+  app.post<{ Params: { id: string }; Body: Form }>(
+    '/endpoints/:id/status',
+    { preHandler: signedIn },
+    async (request, reply) => {
+      const id = encodeURIComponent(request.params.id);
+      const status = request.body.status === 'enabled' ? 'enabled' : 'disabled';
+      const answer = await call(request, 'PATCH', `/webhook-endpoints/${id}`, { status });
+      if (answer.status !== 200) return apiRefusal(reply, answer.status, answer.body);
+      return reply.redirect(`/dashboard/endpoints/${id}?notice=endpoint_${status}`, 303);
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: Form }>(
+    '/endpoints/:id/recover',
+    { preHandler: signedIn },
+    async (request, reply) => {
+      const id = encodeURIComponent(request.params.id);
+      const since = request.body.since ?? '';
+      const until = request.body.until || undefined;
+      const answer = await call<{ data: { queued: number } }>(
+        request,
+        'POST',
+        `/webhook-endpoints/${id}/recover`,
+        {
+          since: asUtc(since) ?? '',
+          ...(until ? { until: asUtc(until) } : {}),
+        },
+      );
+      if (answer.status === 202)
+        return reply.redirect(
+          `/dashboard/endpoints/${id}?notice=recovered&count=${answer.body.data.queued}`,
+          303,
+        );
+      if (answer.status === 404) return apiRefusal(reply, answer.status, answer.body);
+      return one(request, reply, {
+        refusal: { status: answer.status, error: answer.body.error },
+        recover: { since, ...(until ? { until } : {}) },
+      });
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: Form }>(
+    '/endpoints/:id/rotate-secret',
+    { preHandler: signedIn },
+    async (request, reply) => {
+      const id = encodeURIComponent(request.params.id);
+      const overlap = Number.parseInt(request.body.overlap_seconds ?? '86400', 10);
+      const answer = await call(request, 'POST', `/webhook-endpoints/${id}/signing-secrets/rotate`, {
+        overlap_seconds: overlap,
+      });
+      if (answer.status !== 200) return apiRefusal(reply, answer.status, answer.body);
+      return reply.redirect(`/dashboard/endpoints/${id}?notice=secret_rotated`, 303);
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: Form }>(
+    '/endpoints/:id/delete',
+    { preHandler: signedIn },
+    async (request, reply) => {
+      const id = encodeURIComponent(request.params.id);
+      const answer = await call(request, 'DELETE', `/webhook-endpoints/${id}`);
+      if (answer.status !== 200) return apiRefusal(reply, answer.status, answer.body);
+      return reply.redirect('/dashboard/endpoints?notice=url_removed', 303);
+    },
+  );
+}
