@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 /** One request made to the sender's API, as `--json` reports it. */
 export interface ApiCall {
-  method: 'GET' | 'POST' | 'PATCH';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** The path and query, relative to the base URL (`/payment-sessions`). */
   path: string;
   /** The status of its last answer. */
@@ -107,6 +107,11 @@ export class SenderApi {
   /** `PATCH path` with `body` as JSON: a whole new value, so a retry sets the same thing again. */
   patch<T>(path: string, body: unknown): Promise<T> {
     return this.#call<T>('PATCH', path, body);
+  }
+
+  /** `DELETE path`: a retry after a lost answer finds nothing left to delete (a 404). */
+  delete<T>(path: string): Promise<T> {
+    return this.#call<T>('DELETE', path, undefined);
   }
 
   async #call<T>(method: ApiCall['method'], path: string, body: unknown): Promise<T> {

@@ -1,24 +1,69 @@
 import { type ApiCall, type SenderApi, SenderRefusedError } from './sender-api.js';
 
-/**
- * The webhook URLs of the API key's business (in the key's mode), read and changed on a sender.
- * `payhook endpoints` goes through this alone, so that it can move to another resource of the
- * sender without changing the command.
- */
-export interface WebhookEndpoints {
-  /** The registered URLs, in the sender's order. */
-  list(): Promise<string[]>;
-  /** Registers `url` unless it is already; resolves to the URLs after, and whether they changed. */
-  add(url: string): Promise<{ urls: string[]; changed: boolean }>;
-  /**
-   * Removes the registered URL equal to `url` (as typed, or once both are parsed); resolves to the
-   * URLs after and the one removed, undefined when none matched (nothing is changed then).
-   */
-  remove(url: string): Promise<{ urls: string[]; removed: string | undefined }>;
+/** A webhook endpoint as the sender's `/webhook-endpoints` answers it (the fields shown). */
+export interface Endpoint {
+  id: string;
+  url: string;
+  description: string | null;
+  enabled_events: string[];
+  status: 'enabled' | 'disabled';
+  disabled_reason: 'manual' | 'failing' | null;
+  signature_scheme: 'v1' | 'v1a';
+  created_at: string;
+  /** The run of failures of an endpoint whose latest attempts all failed (null otherwise). */
+  failure?: { warning: 50 | 75 | 90 | null; failing_since: string; disables_at: string | null } | null;
+}
+
+/** A signing secret, or for v1a a public key, of an endpoint. */
+export interface EndpointSecret {
+  secret?: string;
+  public_key?: string;
+  current: boolean;
 }
 
 interface Settings {
-  data: { require_mfa: boolean; webhook_urls: string[] };
+  require_mfa: boolean;
+  webhook_urls: string[];
+}
+
+/** What a new endpoint takes besides its URL. */
+export interface EndpointOptions {
+  events?: readonly string[];
+  scheme?: 'v1' | 'v1a';
+  description?: string;
+}
+
+/**
+ * The webhook endpoints of the API key's business (in the key's mode), read and changed on a
+ * sender through `/webhook-endpoints`. `payhook endpoints` goes through this alone.
+ */
+export interface WebhookEndpoints {
+  /** Every endpoint, oldest first. */
+  list(): Promise<Endpoint[]>;
+  /**
+   * Makes an endpoint for `url` unless one has that URL already (it is then left as it is);
+   * resolves to the endpoints after, the one for `url`, and whether one was made. A v1 endpoint
+   * is added to the settings' webhook_urls, as before endpoints, so it signs with the business's
+   * secrets (those `payhook serve` prints), then given its filter and description; a v1a one is
+   * made with its own Ed25519 key pair.
+   */
+  add(
+    url: string,
+    options?: EndpointOptions,
+  ): Promise<{ endpoints: Endpoint[]; endpoint: Endpoint; changed: boolean }>;
+  /** An endpoint's signing secrets, or its public keys (v1a), current first. */
+  secrets(endpoint: Endpoint): Promise<EndpointSecret[]>;
+  /** The endpoint `ref` names: its id, or its URL (as typed, or once both are parsed). */
+  find(ref: string): Promise<{ endpoints: Endpoint[]; endpoint: Endpoint | undefined }>;
+  /** Deletes an endpoint; resolves to the endpoints after. */
+  remove(endpoint: Endpoint): Promise<Endpoint[]>;
+  /** Enables or disables an endpoint; resolves to it as it is after. */
+  setStatus(endpoint: Endpoint, status: 'enabled' | 'disabled'): Promise<Endpoint>;
+  /** Recovers a window of the endpoint's failed deliveries; resolves to how many were queued. */
+  recover(
+    endpoint: Endpoint,
+    window: { since: string; until?: string },
+  ): Promise<{ queued: number; since: string; until: string }>;
 }
 
 /** The sender refused some of the URLs it was given: each with the sender's reason. */
@@ -44,68 +89,128 @@ export function sameUrl(a: string, b: string): boolean {
 }
 
 /**
- * {@link WebhookEndpoints} over the account settings (`GET` and `PATCH /accounts/settings`): a
- * change reads the settings, changes `webhook_urls` and writes them back with `require_mfa` as it
- * was read (the interface's request carries both). Two changes made at the same moment may lose
- * one of them: the settings are one value, written whole.
+ * {@link WebhookEndpoints} over the sender's `/webhook-endpoints` resource. A refused URL is a
+ * {@link UrlsRefusedError} naming it with the sender's reason.
  *
  * @example
  * ```ts
- * const endpoints = settingsEndpoints(new SenderApi({ baseUrl, apiKey }));
- * const { urls, changed } = await endpoints.add('http://localhost:3000/webhooks');
+ * const endpoints = endpointsResource(new SenderApi({ baseUrl, apiKey }));
+ * const { endpoint, changed } = await endpoints.add('http://localhost:3000/webhooks', { events: ['*'] });
  * ```
  */
-export function settingsEndpoints(api: SenderApi): WebhookEndpoints {
-  const settingsOf = (answer: Settings) => {
-    if (!Array.isArray(answer.data?.webhook_urls)) {
+export function endpointsResource(api: SenderApi): WebhookEndpoints {
+  const dataOf = <T>(answer: { data?: T }): T => {
+    if (answer.data === undefined || answer.data === null) {
       throw new SenderRefusedError(
         api.calls.at(-1) as ApiCall,
         undefined,
-        'the answer carries no webhook_urls; is --base-url a payhook sender?',
+        'the answer carries no data; is --base-url a payhook sender with webhook endpoints?',
       );
     }
     return answer.data;
   };
-  const read = async () => settingsOf(await api.get<Settings>('/accounts/settings'));
-  const write = async (current: Settings['data'], urls: string[]) => {
+  // The API lists newest first, at most 20 a business: one page, shown oldest first (the order of
+  // the settings' webhook_urls).
+  const list = async () =>
+    dataOf(await api.get<{ data: Endpoint[] }>('/webhook-endpoints?limit=100')).sort(
+      (a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id),
+    );
+  /** Runs `write`; a refusal naming the URL (`url`, or its place in webhook_urls) becomes a {@link UrlsRefusedError}. */
+  const refusedUrl = async <T>(url: string, write: () => Promise<T>): Promise<T> => {
     try {
-      const body = { require_mfa: current.require_mfa === true, webhook_urls: urls };
-      return settingsOf(await api.patch<Settings>('/accounts/settings', body)).webhook_urls;
+      return await write();
     } catch (error) {
-      // The API names a refused URL by its place in the list (`webhook_urls.2`): named by itself here.
-      const refusals =
+      const refused =
         error instanceof SenderRefusedError
-          ? error.fields.flatMap(({ field, message }) => {
-              const url = urls[Number(/^webhook_urls\.(\d+)$/.exec(field)?.[1] ?? Number.NaN)];
-              return url === undefined ? [] : [{ url, message }];
-            })
+          ? error.fields.filter((f) => f.field === 'url' || /^webhook_urls\.\d+$/.test(f.field))
           : [];
-      if (refusals.length > 0) throw new UrlsRefusedError(refusals, error as SenderRefusedError);
+      if (refused.length > 0) {
+        throw new UrlsRefusedError(
+          refused.map((f) => ({ url, message: f.message })),
+          error as SenderRefusedError,
+        );
+      }
       throw error;
     }
   };
+  const path = (endpoint: Endpoint) => `/webhook-endpoints/${encodeURIComponent(endpoint.id)}`;
+  const byRef = (endpoints: Endpoint[], ref: string) =>
+    endpoints.find((e) => e.id === ref) ??
+    endpoints.find((e) => e.url === ref) ??
+    endpoints.find((e) => sameUrl(e.url, ref));
   return {
-    async list() {
-      return (await read()).webhook_urls;
-    },
-    async add(url) {
-      const current = await read();
-      if (current.webhook_urls.some((registered) => sameUrl(registered, url))) {
-        return { urls: current.webhook_urls, changed: false };
+    list,
+    async add(url, options = {}) {
+      const current = await list();
+      const present = current.find((e) => e.url === url) ?? current.find((e) => sameUrl(e.url, url));
+      if (present) return { endpoints: current, endpoint: present, changed: false };
+      let endpoint: Endpoint;
+      if (options.scheme === 'v1a') {
+        // Ed25519: an endpoint of its own, whose key pair the sender makes.
+        endpoint = await refusedUrl(url, async () =>
+          dataOf(
+            await api.post<{ data: Endpoint }>('/webhook-endpoints', {
+              url,
+              signature_scheme: 'v1a',
+              ...(options.events ? { enabled_events: options.events } : {}),
+              ...(options.description !== undefined ? { description: options.description } : {}),
+            }),
+          ),
+        );
+      } else {
+        // As before: a URL of the settings' webhook_urls, signed with the business's secrets (the
+        // ones `payhook serve` prints); then its filter and description, when given.
+        const settings = dataOf(await api.get<{ data: Settings }>('/accounts/settings'));
+        const urls = Array.isArray(settings.webhook_urls) ? settings.webhook_urls : [];
+        await refusedUrl(url, async () => {
+          await api.patch('/accounts/settings', {
+            require_mfa: settings.require_mfa === true,
+            webhook_urls: [...urls, url],
+          });
+        });
+        const made = [...(await list())].reverse().find((e) => e.url === url);
+        if (!made)
+          throw new SenderRefusedError(
+            api.calls.at(-1) as ApiCall,
+            undefined,
+            `no endpoint has ${url} after adding it`,
+          );
+        endpoint = made;
+        if (options.events || options.description !== undefined) {
+          endpoint = dataOf(
+            await api.patch<{ data: Endpoint }>(path(endpoint), {
+              ...(options.events ? { enabled_events: options.events } : {}),
+              ...(options.description !== undefined ? { description: options.description } : {}),
+            }),
+          );
+        }
       }
-      return { urls: await write(current, [...current.webhook_urls, url]), changed: true };
+      return { endpoints: await list(), endpoint, changed: true };
     },
-    async remove(url) {
-      const current = await read();
-      const removed =
-        current.webhook_urls.find((registered) => registered === url) ??
-        current.webhook_urls.find((registered) => sameUrl(registered, url));
-      if (removed === undefined) return { urls: current.webhook_urls, removed };
-      const urls = await write(
-        current,
-        current.webhook_urls.filter((registered) => registered !== removed),
+    async secrets(endpoint) {
+      return dataOf(await api.get<{ data: EndpointSecret[] }>(`${path(endpoint)}/signing-secrets`));
+    },
+    async find(ref) {
+      const endpoints = await list();
+      return { endpoints, endpoint: byRef(endpoints, ref) };
+    },
+    async remove(endpoint) {
+      await api.delete(path(endpoint));
+      return list();
+    },
+    async setStatus(endpoint, status) {
+      return dataOf(await api.patch<{ data: Endpoint }>(path(endpoint), { status }));
+    },
+    async recover(endpoint, window) {
+      return dataOf(
+        await api.post<{ data: { queued: number; since: string; until: string } }>(
+          `${path(endpoint)}/recover`,
+          {
+            since: window.since,
+            ...(window.until ? { until: window.until } : {}),
+          },
+        ),
       );
-      return { urls, removed };
     },
   };
 }

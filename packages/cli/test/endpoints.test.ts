@@ -65,8 +65,10 @@ describe('payhook endpoints, and the settings payhook serve prints', { timeout: 
       const args = command.replace('http://localhost:3000/webhooks', receiver.url).split(' ').slice(1);
       const added = await payhookCli(args, { env: ENV });
       expect(added.code, added.stderr).toBe(0);
-      expect(added.stdout).toBe(
-        `Added ${receiver.url}.\nThe sender delivers every event to this URL:\n  ${receiver.url}\n`,
+      expect(added.stdout).toMatch(
+        new RegExp(
+          `^Added ${receiver.url}\\.\nThe sender delivers to this endpoint:\n  ID +STATUS +EVENTS +URL\n  [0-9a-f-]{36}  enabled  \\*  +${receiver.url}\n$`,
+        ),
       );
 
       const made = await payhookCli(
@@ -85,7 +87,7 @@ describe('payhook endpoints, and the settings payhook serve prints', { timeout: 
     }
   });
 
-  it('adds, lists and removes URLs, keeping require_mfa; readable and --json; exit 1 for a URL not registered', async () => {
+  it('adds (with a filter, a description, a scheme), lists, disables, enables and removes endpoints, keeping require_mfa; readable and --json; exit 1 for one that does not exist', async () => {
     const key = sender.apiKey;
     const endpoints = (...args: string[]) =>
       payhookCli(['endpoints', ...args, '--base-url', sender.url], { env: { ...ENV, PAYHOOK_API_KEY: key } });
@@ -100,52 +102,140 @@ describe('payhook endpoints, and the settings payhook serve prints', { timeout: 
     const none = await endpoints('list');
     expect(none).toMatchObject({
       code: 0,
-      stdout: 'No webhook URL is registered. Add one: payhook endpoints add http://localhost:3000/webhooks\n',
+      stdout: 'No webhook endpoint. Add one: payhook endpoints add http://localhost:3000/webhooks\n',
     });
     // Without a scheme: http://, as the URL it registered shows.
     const first = await endpoints('add', 'localhost:3001/webhooks');
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toContain('Added http://localhost:3001/webhooks.');
-    const second = JSON.parse((await endpoints('add', 'http://127.0.0.1:3002/hooks', '--json')).stdout);
-    expect(second).toEqual({
+    const second = JSON.parse(
+      (
+        await endpoints(
+          'add',
+          'http://127.0.0.1:3002/hooks',
+          '--events',
+          'payment.session.succeeded,payment.session.failed',
+          '--description',
+          'orders',
+          '--json',
+        )
+      ).stdout,
+    );
+    expect(second).toMatchObject({
       url: 'http://127.0.0.1:3002/hooks',
       changed: true,
+      endpoint: {
+        url: 'http://127.0.0.1:3002/hooks',
+        enabled_events: ['payment.session.succeeded', 'payment.session.failed'],
+        description: 'orders',
+        status: 'enabled',
+      },
       webhook_urls: ['http://localhost:3001/webhooks', 'http://127.0.0.1:3002/hooks'],
     });
+    const third = await endpoints('add', 'http://127.0.0.1:3003/ed', '--scheme', 'v1a');
+    expect(third.code, third.stderr).toBe(0);
+    expect(third.stdout).toMatch(
+      /Its receiver verifies with this public key \(signingPublicKeys\): whpk_\S+\n/,
+    );
     const again = await endpoints('add', 'http://localhost:3001/webhooks');
     expect(again.code).toBe(0);
-    expect(again.stdout).toContain('http://localhost:3001/webhooks is already registered: nothing changed.');
-    expect(JSON.parse((await endpoints('list', '--json')).stdout)).toEqual({
-      webhook_urls: ['http://localhost:3001/webhooks', 'http://127.0.0.1:3002/hooks'],
-    });
-    expect((await endpoints('list')).stdout).toBe(
-      'The sender delivers every event to these 2 URLs:\n  http://localhost:3001/webhooks\n  http://127.0.0.1:3002/hooks\n',
+    expect(again.stdout).toContain(
+      'http://localhost:3001/webhooks has an endpoint already: nothing changed.',
     );
-    expect(await settingsOf(key)).toEqual({
-      data: {
-        require_mfa: true,
-        webhook_urls: ['http://localhost:3001/webhooks', 'http://127.0.0.1:3002/hooks'],
-      },
+    const listedJson = JSON.parse((await endpoints('list', '--json')).stdout);
+    expect(listedJson.webhook_urls).toEqual([
+      'http://localhost:3001/webhooks',
+      'http://127.0.0.1:3002/hooks',
+      'http://127.0.0.1:3003/ed',
+    ]);
+    expect(listedJson.endpoints.map((e: { signature_scheme: string }) => e.signature_scheme)).toEqual([
+      'v1',
+      'v1',
+      'v1a',
+    ]);
+    const table = (await endpoints('list')).stdout.split('\n');
+    expect(table[0]).toBe('The sender delivers to these 3 endpoints:');
+    expect(table[1]).toMatch(/^ {2}ID +STATUS +EVENTS +URL$/);
+    expect(table[3]).toMatch(
+      /^ {2}[0-9a-f-]{36} {2}enabled {2}payment\.session\.succeeded,payment\.session\.failed {2}http:\/\/127\.0\.0\.1:3002\/hooks$/,
+    );
+    expect((await settingsOf(key)).data.require_mfa).toBe(true);
+
+    // Disable and enable by URL or by id.
+    const id = listedJson.endpoints[1].id as string;
+    const disabled = await endpoints('disable', 'http://127.0.0.1:3002/hooks');
+    expect(disabled).toMatchObject({ code: 0 });
+    expect(disabled.stdout).toBe(
+      'Disabled http://127.0.0.1:3002/hooks: nothing is sent to it until it is enabled; its pending deliveries are kept.\n',
+    );
+    expect((await endpoints('list')).stdout).toContain(`${id}  disabled (manual)`);
+    expect((await endpoints('disable', id)).stdout).toBe(
+      'http://127.0.0.1:3002/hooks is disabled already: nothing changed.\n',
+    );
+    const enabled = JSON.parse((await endpoints('enable', id, '--json')).stdout);
+    expect(enabled).toMatchObject({
+      changed: true,
+      endpoint: { id, status: 'enabled', disabled_reason: null },
     });
 
     const removed = await endpoints('remove', 'http://localhost:3001/webhooks');
-    expect(removed).toMatchObject({
-      code: 0,
-      stdout:
-        'Removed http://localhost:3001/webhooks.\nThe sender delivers every event to this URL:\n  http://127.0.0.1:3002/hooks\n',
-    });
-    const missing = await endpoints('remove', 'http://localhost:3001/webhooks');
-    expect(missing.code).toBe(1);
-    expect(missing.stderr).toBe(
-      'http://localhost:3001/webhooks is not registered: nothing removed. Registered:\n  http://127.0.0.1:3002/hooks\n',
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(removed.stdout).toMatch(
+      /^Removed http:\/\/localhost:3001\/webhooks \([0-9a-f-]{36}\)\.\nThe sender delivers to these 2 endpoints:\n/,
     );
-    const last = JSON.parse((await endpoints('remove', 'http://127.0.0.1:3002/hooks', '--json')).stdout);
-    expect(last).toEqual({
-      url: 'http://127.0.0.1:3002/hooks',
-      removed: 'http://127.0.0.1:3002/hooks',
-      webhook_urls: [],
-    });
+    for (const action of ['remove', 'disable', 'enable']) {
+      const missing = await endpoints(action, 'http://localhost:3001/webhooks');
+      expect(missing.code, action).toBe(1);
+      expect(missing.stderr).toMatch(
+        /^No endpoint has the URL or id http:\/\/localhost:3001\/webhooks: nothing changed\.\n/,
+      );
+    }
+    for (const url of ['http://127.0.0.1:3002/hooks', 'http://127.0.0.1:3003/ed']) {
+      expect((await endpoints('remove', url, '--json')).code).toBe(0);
+    }
     expect(await settingsOf(key)).toEqual({ data: { require_mfa: true, webhook_urls: [] } });
+  });
+
+  it('recovers a window: an event made while the endpoint was disabled reaches it once enabled', async () => {
+    const key = sender.apiKey;
+    const endpoints = (...args: string[]) =>
+      payhookCli(['endpoints', ...args, '--base-url', sender.url], { env: { ...ENV, PAYHOOK_API_KEY: key } });
+    const receiver = await startTriggerReceiver({ businessIds: [BIZ] });
+    try {
+      expect((await endpoints('add', receiver.url)).code).toBe(0);
+      expect((await endpoints('disable', receiver.url)).code).toBe(0);
+      const made = await payhookCli(
+        ['trigger', 'payment.session.created', '--base-url', sender.url, '--api-key', key],
+        { env: ENV },
+      );
+      expect(made.code, made.stderr).toBe(0);
+      const recovered = await endpoints('recover', receiver.url, '--since', '1h');
+      expect(recovered.code, recovered.stderr).toBe(0);
+      expect(recovered.stdout).toMatch(
+        new RegExp(
+          `^Queued 1 delivery to ${receiver.url}, each with a fresh 48 hours: .* The endpoint is disabled: they go out once it is enabled\\.\n$`,
+        ),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(receiver.handled).toEqual([]);
+      expect((await endpoints('enable', receiver.url)).code).toBe(0);
+      await expect.poll(() => receiver.handled, { timeout: 30_000 }).toEqual(['payment.session.created']);
+      // Delivered: nothing left to recover.
+      const json = JSON.parse((await endpoints('recover', receiver.url, '--since', '1h', '--json')).stdout);
+      expect(json).toMatchObject({ url: receiver.url, queued: 0 });
+      // Windows the sender refuses: exit 1 with its reason; one the command cannot read: 2.
+      const old = await endpoints('recover', receiver.url, '--since', '30d');
+      expect(old.code).toBe(1);
+      expect(old.stderr).toContain('422 validation_failed');
+      expect(old.stderr).toContain('since: must be at most 14 days ago');
+      const unread = await endpoints('recover', receiver.url, '--since', 'yesterday');
+      expect(unread.code).toBe(2);
+      expect(unread.stderr).toContain('--since must be an ISO 8601 time');
+      expect((await endpoints('recover', receiver.url)).code).toBe(2);
+    } finally {
+      receiver.close();
+      await endpoints('remove', receiver.url);
+    }
   });
 
   it('a key the sender refuses exits 1 from endpoints, trigger and listen alike; no sender, 3', async () => {
@@ -204,6 +294,6 @@ describe('payhook endpoints on a sender that delivers to public addresses only',
         env: ENV,
       },
     );
-    expect(JSON.parse(listed.stdout)).toEqual({ webhook_urls: [] });
+    expect(JSON.parse(listed.stdout)).toEqual({ endpoints: [], webhook_urls: [] });
   });
 });

@@ -1,123 +1,272 @@
 import { CliError, type Command, closest, EXIT, type Io, parse, printJson, required } from '../command.js';
 import { SenderApi, SenderRefusedError, SenderUnreachableError } from '../sender-api.js';
 import { DEFAULT_SENDER_URL, receiverUrl, senderUrl } from '../urls.js';
-import { settingsEndpoints, UrlsRefusedError, type WebhookEndpoints } from '../webhook-endpoints.js';
+import {
+  type Endpoint,
+  endpointsResource,
+  UrlsRefusedError,
+  type WebhookEndpoints,
+} from '../webhook-endpoints.js';
 
-const ACTIONS = ['add', 'list', 'remove'] as const;
+const ACTIONS = ['add', 'list', 'remove', 'disable', 'enable', 'recover'] as const;
+type Action = (typeof ACTIONS)[number];
 
 export const endpoints: Command = {
   name: 'endpoints',
-  summary: 'Register, list and remove the webhook URLs a running sender delivers events to',
-  help: `Usage: payhook endpoints add <url> [--base-url <url>] [--api-key <key>] [--json]
-       payhook endpoints list [--base-url <url>] [--api-key <key>] [--json]
-       payhook endpoints remove <url> [--base-url <url>] [--api-key <key>] [--json]
+  summary: 'Add, list, remove, disable, enable and recover the webhook endpoints of a running sender',
+  help: `Usage: payhook endpoints add <url> [--events <types>] [--scheme v1|v1a] [--description <text>]
+       payhook endpoints list
+       payhook endpoints remove <url|id>
+       payhook endpoints disable <url|id>
+       payhook endpoints enable <url|id>
+       payhook endpoints recover <url|id> --since <time> [--until <time>]
+  each with [--base-url <url>] [--api-key <key>] [--json]
 
-The webhook URLs of the API key's business (in the key's mode: test or live), on a running
-sender, through its API. add registers a URL (one already registered is left as it is), list
-shows them, remove deletes one. The sender delivers every event to each registered URL. It
-checks a URL when it is added: the service delivers to public addresses only, and \`payhook serve
---allow-private-webhooks\` lets a sandbox deliver to your own machine (localhost). A URL without a
-scheme is taken as http:// (localhost:3000/webhooks), a bare port as http://localhost (3000).
+The webhook endpoints of the API key's business (in the key's mode: test or live), on a running
+sender, through its /webhook-endpoints API. add makes an endpoint (a URL that has one already is
+left as it is) signed with the business's secrets, the ones \`payhook serve\` prints; with
+--scheme v1a it gets its own Ed25519 key pair instead, and add prints the public key for the
+receiver's signingPublicKeys. list shows each endpoint's id, status, events and URL, remove deletes one, disable
+stops every attempt to it (its pending deliveries are kept), enable turns it on again (they
+resume), and recover sends it again every failed or never-attempted delivery of the events made
+in a window (at most 14 days back), each with a fresh 48 hours. An endpoint is named by its id
+or its URL. The sender checks a URL when it is added: the service delivers to public addresses
+only, and \`payhook serve --allow-private-webhooks\` lets a sandbox deliver to your own machine
+(localhost). A URL without a scheme is taken as http:// (localhost:3000/webhooks), a bare port as
+http://localhost (3000).
 
 Options:
-  --base-url <url>   the sender                               default: ${DEFAULT_SENDER_URL}
-  --api-key <key>    the business's API key (default: PAYHOOK_API_KEY)              required
-  --json             print {"webhook_urls": [...]} (and, for add and remove, what changed)
-  -h, --help         show this help
+  --events <types>      add: the event types it takes, comma-separated      default: * (every event)
+  --scheme v1|v1a       add: HMAC-SHA256 (v1) or Ed25519 (v1a) signatures    default: v1
+  --description <text>  add: a note shown with it
+  --since <time>        recover: events made at or after it: ISO 8601, or 30m, 12h, 3d ago   required
+  --until <time>        recover: events made before it                       default: now
+  --base-url <url>      the sender                               default: ${DEFAULT_SENDER_URL}
+  --api-key <key>       the business's API key (default: PAYHOOK_API_KEY)              required
+  --json                print the sender's answer: {"endpoints": [...], "webhook_urls": [...]}
+                        (and what changed, or {"queued": n} for recover)
+  -h, --help            show this help
 
-Exit codes: 0 done (also adding a URL already registered); 1 the sender refused (the URL, or
-the key: its reason is shown) or remove found no such URL; 2 bad usage; 3 the sender cannot be
-reached.
+Exit codes: 0 done (also adding a URL that has an endpoint already); 1 the sender refused (the
+URL, the window or the key: its reason is shown) or no endpoint has that URL or id; 2 bad usage;
+3 the sender cannot be reached.
 
 Examples:
   payhook endpoints add http://localhost:3000/webhooks --api-key sk_test_...
+  payhook endpoints add https://shop.example/hooks --events payment.session.succeeded --scheme v1a
   payhook endpoints list --base-url https://sandbox.example --json
-  payhook endpoints remove http://localhost:3000/webhooks`,
+  payhook endpoints disable http://localhost:3000/webhooks
+  payhook endpoints recover http://localhost:3000/webhooks --since 2d`,
   async run(argv, io) {
     const [action, ...rest] = argv;
-    if (!ACTIONS.includes(action as (typeof ACTIONS)[number])) {
+    if (!ACTIONS.includes(action as Action)) {
       const suggestion = action && closest(action, ACTIONS);
       throw new CliError(
-        `${action ? `Unknown action ${JSON.stringify(action)}: use` : 'Give'} add, list or remove.${suggestion ? ` Did you mean ${suggestion}?` : ''} See: payhook endpoints --help`,
+        `${action ? `Unknown action ${JSON.stringify(action)}: use` : 'Give'} ${ACTIONS.slice(0, -1).join(', ')} or recover.${suggestion ? ` Did you mean ${suggestion}?` : ''} See: payhook endpoints --help`,
       );
     }
     const { values, positionals } = parse(
       'endpoints',
       rest,
-      { 'base-url': { type: 'string' }, 'api-key': { type: 'string' }, json: { type: 'boolean' } },
+      {
+        'base-url': { type: 'string' },
+        'api-key': { type: 'string' },
+        json: { type: 'boolean' },
+        ...(action === 'add'
+          ? { events: { type: 'string' }, scheme: { type: 'string' }, description: { type: 'string' } }
+          : {}),
+        ...(action === 'recover' ? { since: { type: 'string' }, until: { type: 'string' } } : {}),
+      } as const,
       action === 'list' ? 0 : 1,
     );
-    let url: string | undefined;
-    if (action !== 'list') {
+    const v = values as Record<string, string | boolean | undefined>;
+    let target: string | undefined;
+    if (action === 'add') {
       const typed = required(positionals[0], '<url>', 'endpoints');
       const parsed = receiverUrl(typed);
       if (!parsed) throw new CliError(`<url> must be an http(s) URL, not ${JSON.stringify(typed)}.`);
-      url = parsed.href;
+      target = parsed.href;
+    } else if (action !== 'list') {
+      target = required(positionals[0], '<url|id>', 'endpoints');
     }
-    const baseUrl = senderUrl(values['base-url'] ?? DEFAULT_SENDER_URL);
-    const apiKey = values['api-key'] || io.env.PAYHOOK_API_KEY;
+    const scheme = v.scheme as string | undefined;
+    if (scheme !== undefined && scheme !== 'v1' && scheme !== 'v1a') {
+      throw new CliError(`--scheme must be v1 or v1a, not ${JSON.stringify(scheme)}.`);
+    }
+    const events =
+      typeof v.events === 'string'
+        ? v.events
+            .split(',')
+            .map((t) => t.trim())
+            .filter(Boolean)
+        : undefined;
+    if (events !== undefined && events.length === 0)
+      throw new CliError('--events needs at least one type (or *).');
+    const now = new Date();
+    const window =
+      action === 'recover'
+        ? {
+            since: timeOf(required(v.since as string | undefined, '--since', 'endpoints'), '--since', now),
+            ...(typeof v.until === 'string' ? { until: timeOf(v.until, '--until', now) } : {}),
+          }
+        : undefined;
+    const baseUrl = senderUrl((v['base-url'] as string | undefined) ?? DEFAULT_SENDER_URL);
+    const apiKey = (v['api-key'] as string | undefined) || io.env.PAYHOOK_API_KEY;
     if (!apiKey) {
       throw new CliError(
-        '--api-key (or PAYHOOK_API_KEY) is required: the key of the business whose URLs these are (`payhook serve` prints a test key on its first start).',
+        '--api-key (or PAYHOOK_API_KEY) is required: the key of the business whose endpoints these are (`payhook serve` prints a test key on its first start).',
       );
     }
-    const list = settingsEndpoints(new SenderApi({ baseUrl, apiKey }));
+    const resource = endpointsResource(new SenderApi({ baseUrl, apiKey }));
+    const request: Request = {
+      action: action as Action,
+      target,
+      json: v.json === true,
+      options: {
+        ...(events ? { events } : {}),
+        ...(scheme ? { scheme: scheme as 'v1' | 'v1a' } : {}),
+        ...(typeof v.description === 'string' ? { description: v.description } : {}),
+      },
+      window,
+    };
     try {
-      return await act(list, action as (typeof ACTIONS)[number], url, values.json === true, io);
+      return await act(resource, request, io);
     } catch (error) {
       throw refusal(error, baseUrl);
     }
   },
 };
 
-/** Does `action`, prints what came of it, resolves to the exit code. */
-async function act(
-  list: WebhookEndpoints,
-  action: (typeof ACTIONS)[number],
-  url: string | undefined,
-  json: boolean,
-  io: Io,
-): Promise<number> {
-  const say = (line: string) => io.stdout.write(`${line}\n`);
-  const show = (urls: readonly string[]) => {
-    if (urls.length === 0) {
-      say('No webhook URL is registered now: events go to no URL (a `payhook listen` still gets them).');
-    } else {
-      say(
-        `The sender delivers every event to ${urls.length === 1 ? 'this URL' : `these ${urls.length} URLs`}:`,
-      );
-      for (const registered of urls) say(`  ${registered}`);
-    }
-  };
-  if (action === 'list') {
-    const urls = await list.list();
-    if (json) printJson(io, { webhook_urls: urls });
-    else if (urls.length === 0) {
-      say('No webhook URL is registered. Add one: payhook endpoints add http://localhost:3000/webhooks');
-    } else show(urls);
-    return EXIT.ok;
+/** `--since`/`--until`: ISO 8601 passed on as typed (the sender refuses what it cannot read), or `30m`, `12h`, `3d` ago. */
+export function timeOf(value: string, flag: string, now: Date): string {
+  const relative = /^(\d+)([mhd])$/.exec(value.trim());
+  if (relative) {
+    const unit = { m: 60_000, h: 3_600_000, d: 86_400_000 }[relative[2] as 'm' | 'h' | 'd'];
+    return new Date(now.getTime() - Number(relative[1]) * unit).toISOString();
   }
-  const target = url as string;
-  if (action === 'add') {
-    const { urls, changed } = await list.add(target);
-    if (json) printJson(io, { url: target, changed, webhook_urls: urls });
-    else {
-      say(changed ? `Added ${target}.` : `${target} is already registered: nothing changed.`);
-      show(urls);
-    }
-    return EXIT.ok;
-  }
-  const { urls, removed } = await list.remove(target);
-  if (json) printJson(io, { url: target, removed: removed ?? null, webhook_urls: urls });
-  else if (removed === undefined) {
-    io.stderr.write(
-      `${target} is not registered: nothing removed.${urls.length > 0 ? ` Registered:\n${urls.map((u) => `  ${u}`).join('\n')}` : ' No URL is registered.'}\n`,
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value)) {
+    throw new CliError(
+      `${flag} must be an ISO 8601 time (2026-01-31T12:00:00Z) or a time ago (30m, 12h, 3d), not ${JSON.stringify(value)}.`,
     );
-  } else {
-    say(`Removed ${removed}.`);
-    show(urls);
   }
-  return removed === undefined ? EXIT.failed : EXIT.ok;
+  return value;
+}
+
+interface Request {
+  action: Action;
+  target: string | undefined;
+  json: boolean;
+  options: { events?: string[]; scheme?: 'v1' | 'v1a'; description?: string };
+  window: { since: string; until?: string } | undefined;
+}
+
+/** An endpoint's events in words: `*` or the types, comma-separated. */
+const eventsOf = (e: Endpoint) => (e.enabled_events.includes('*') ? '*' : e.enabled_events.join(','));
+
+/** Its status, with why it is disabled or how far it is in failing. */
+function statusOf(e: Endpoint): string {
+  if (e.status === 'disabled') return e.disabled_reason ? `disabled (${e.disabled_reason})` : 'disabled';
+  return e.failure?.warning ? `enabled (failing ${e.failure.warning}%)` : 'enabled';
+}
+
+/** The endpoints as aligned columns: id, status, events, URL. */
+function table(list: readonly Endpoint[]): string[] {
+  const rows = [
+    ['ID', 'STATUS', 'EVENTS', 'URL'],
+    ...list.map((e) => [e.id, statusOf(e), eventsOf(e), e.url]),
+  ];
+  const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => (r[i] as string).length)));
+  return rows.map(
+    (r) => `  ${r.map((cell, i) => (i < 3 ? cell.padEnd(widths[i] as number) : cell)).join('  ')}`,
+  );
+}
+
+/** What `--json` prints of the endpoints. */
+const listed = (list: readonly Endpoint[]) => ({ endpoints: list, webhook_urls: list.map((e) => e.url) });
+
+/** Does the action, prints what came of it, resolves to the exit code. */
+async function act(resource: WebhookEndpoints, request: Request, io: Io): Promise<number> {
+  const say = (line: string) => io.stdout.write(`${line}\n`);
+  const show = (list: readonly Endpoint[]) => {
+    if (list.length === 0) {
+      say('No webhook endpoint now: events go to no URL (a `payhook listen` still gets them).');
+      return;
+    }
+    say(
+      list.length === 1
+        ? 'The sender delivers to this endpoint:'
+        : `The sender delivers to these ${list.length} endpoints:`,
+    );
+    for (const line of table(list)) say(line);
+  };
+  if (request.action === 'list') {
+    const list = await resource.list();
+    if (request.json) printJson(io, listed(list));
+    else if (list.length === 0)
+      say('No webhook endpoint. Add one: payhook endpoints add http://localhost:3000/webhooks');
+    else show(list);
+    return EXIT.ok;
+  }
+  const target = request.target as string;
+  if (request.action === 'add') {
+    const { endpoints: list, endpoint, changed } = await resource.add(target, request.options);
+    const keys = changed && endpoint.signature_scheme === 'v1a' ? await resource.secrets(endpoint) : [];
+    const publicKey = keys.find((k) => k.current)?.public_key;
+    if (request.json) {
+      printJson(io, {
+        url: target,
+        changed,
+        endpoint,
+        ...(publicKey ? { public_key: publicKey } : {}),
+        ...listed(list),
+      });
+    } else {
+      say(changed ? `Added ${target}.` : `${target} has an endpoint already: nothing changed.`);
+      if (publicKey) say(`Its receiver verifies with this public key (signingPublicKeys): ${publicKey}`);
+      show(list);
+    }
+    return EXIT.ok;
+  }
+  const { endpoints: list, endpoint } = await resource.find(target);
+  if (!endpoint) {
+    if (request.json) printJson(io, { url: target, found: false, ...listed(list) });
+    else {
+      io.stderr.write(
+        `No endpoint has the URL or id ${target}: nothing ${request.action === 'recover' ? 'recovered' : 'changed'}.${list.length > 0 ? `\n${table(list).join('\n')}` : ' There is no endpoint.'}\n`,
+      );
+    }
+    return EXIT.failed;
+  }
+  if (request.action === 'remove') {
+    const after = await resource.remove(endpoint);
+    if (request.json) printJson(io, { url: endpoint.url, removed: endpoint.id, ...listed(after) });
+    else {
+      say(`Removed ${endpoint.url} (${endpoint.id}).`);
+      show(after);
+    }
+    return EXIT.ok;
+  }
+  if (request.action === 'recover') {
+    const recovered = await resource.recover(endpoint, request.window as { since: string; until?: string });
+    if (request.json) printJson(io, { endpoint_id: endpoint.id, url: endpoint.url, ...recovered });
+    else {
+      say(
+        `Queued ${recovered.queued} deliver${recovered.queued === 1 ? 'y' : 'ies'} to ${endpoint.url}, each with a fresh 48 hours: the failed and never-attempted ones of the events made from ${recovered.since} to ${recovered.until}.${endpoint.status === 'disabled' ? ' The endpoint is disabled: they go out once it is enabled.' : ''}`,
+      );
+    }
+    return EXIT.ok;
+  }
+  const status = request.action === 'enable' ? 'enabled' : 'disabled';
+  const after = await resource.setStatus(endpoint, status);
+  if (request.json) printJson(io, { endpoint: after, changed: endpoint.status !== after.status });
+  else if (endpoint.status === after.status && endpoint.disabled_reason === after.disabled_reason) {
+    say(`${after.url} is ${after.status} already: nothing changed.`);
+  } else if (status === 'enabled') {
+    say(`Enabled ${after.url}: its kept deliveries resume, each with a fresh 48 hours.`);
+  } else {
+    say(`Disabled ${after.url}: nothing is sent to it until it is enabled; its pending deliveries are kept.`);
+  }
+  return EXIT.ok;
 }
 
 /** The one-line error for what went wrong on the way to the sender, with its exit code. */
@@ -133,7 +282,8 @@ function refusal(error: unknown, baseUrl: string): unknown {
         : error.call.status === 404
           ? ` Is ${baseUrl} the address of a payhook sender (and its path, if any, the right one)?`
           : '';
-    return new CliError(`${error.message.replace(/\.$/, '')}.${hint}`, EXIT.failed);
+    const fields = error.fields.map((f) => ` ${f.field}: ${f.message}.`).join('');
+    return new CliError(`${error.message.replace(/\.$/, '')}.${fields}${hint}`, EXIT.failed);
   }
   if (error instanceof SenderUnreachableError) {
     return new CliError(`${error.message} Is it running? \`payhook serve\` starts one.`, EXIT.error);
