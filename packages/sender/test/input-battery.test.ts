@@ -57,6 +57,14 @@ const VALID_BODIES: Record<string, unknown> = {
   'PATCH /accounts/settings': { require_mfa: false, webhook_urls: ['https://merchant.example/hook'] },
   'POST /sandbox/payment-sessions/:payment_id/complete': { outcome: 'succeeded' },
   'POST /events/redeliver': { since: '2020-01-01T00:00:00Z' },
+  'POST /webhook-endpoints': {
+    url: 'https://merchant.example/hooks',
+    enabled_events: ['*'],
+    signature_scheme: 'v1',
+  },
+  'PATCH /webhook-endpoints/:id': { status: 'enabled', enabled_events: ['payment.session.created'] },
+  // Recovering the last hour (at most 14 days back): the window the route takes.
+  'POST /webhook-endpoints/:id/recover': { since: new Date(Date.now() - 3_600_000).toISOString() },
 };
 
 const RAW = '"\u0001raw\u0001"';
@@ -299,7 +307,7 @@ describe.each(['pglite', 'postgres'] as const)(
     let cleanup: () => Promise<void>;
     let routes: Route[];
     /** Real ids, so that routes are driven past their lookups too. */
-    const real: { session?: string; captured?: string; event?: string } = {};
+    const real: { session?: string; captured?: string; event?: string; endpoint?: string } = {};
 
     beforeAll(async () => {
       ({ database, cleanup } = await openTestDatabase(storage, 'battery'));
@@ -333,6 +341,15 @@ describe.each(['pglite', 'postgres'] as const)(
         data: { id: string }[];
       };
       real.event = events.data[0]?.id;
+      const endpoint = (
+        await app.inject({
+          method: 'POST',
+          url: '/webhook-endpoints',
+          headers: auth,
+          payload: JSON.stringify({ url: 'https://merchant.example/battery' }),
+        })
+      ).json() as { data: { id: string } };
+      real.endpoint = endpoint.data.id;
     }, 120_000);
 
     afterAll(async () => {
@@ -362,11 +379,13 @@ describe.each(['pglite', 'postgres'] as const)(
     };
     /** The ids to fill a route's parameters with for its ordinary calls: real ones where it has any. */
     const goodId = (route: Route) =>
-      route.path.includes(':id')
-        ? (real.event ?? ZERO_UUID)
-        : route.path.includes('payment_id')
-          ? (real.captured ?? ZERO_UUID)
-          : ZERO_UUID;
+      route.path.startsWith('/webhook-endpoints/:id')
+        ? (real.endpoint ?? ZERO_UUID)
+        : route.path.includes(':id')
+          ? (real.event ?? ZERO_UUID)
+          : route.path.includes('payment_id')
+            ? (real.captured ?? ZERO_UUID)
+            : ZERO_UUID;
     const hasBody = (route: Route) => route.method !== 'GET' && route.method !== 'DELETE';
 
     /** Every request of the matrix for one route. */
@@ -400,6 +419,7 @@ describe.each(['pglite', 'postgres'] as const)(
           real.session ?? ZERO_UUID,
           real.captured ?? ZERO_UUID,
           real.event ?? ZERO_UUID,
+          real.endpoint ?? ZERO_UUID,
         ]) {
           send(`id ${id.slice(0, 40)}`, urlOf(route, id), bodyHeaders, body);
         }
