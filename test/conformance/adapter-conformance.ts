@@ -36,6 +36,8 @@ export interface AdapterHarness {
    *  webhook route with its own encapsulated content-type parser, so Fastify's JSON parser never
    *  runs before payhook there and there is no "after the body parser" mounting to test. */
   modes?: readonly ('raw' | 'parsed')[];
+  /** Options every receiver of the suite is created with (core's own run: `crypto: 'web'`). */
+  receiverOptions?: Partial<ReceiverOptions>;
   /** Mounts `receiver` at POST /webhooks on a fresh app listening on `host` port 0. With
    *  `bodyParser`, the framework's usual JSON body parser runs first, with a limit of `parserLimitBytes`.
    *  With `failBefore`, a step that runs before payhook (a middleware, Fastify's onRequest hook)
@@ -190,6 +192,7 @@ export function describeAdapterConformance(name: string, harness: AdapterHarness
           recoveryIntervalMs: 0,
           // Refusals are the suite's daily bread: quiet unless a test brings its own logger.
           logger: silentLogger,
+          ...harness.receiverOptions,
           ...options,
         } as ReceiverOptions);
         receiver.onAny((event) => {

@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { joinBytes, utf8Bytes } from './bytes.js';
 import { canonicalSignedData } from './canonical-json.js';
 import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
 import {
@@ -11,6 +11,17 @@ import {
 } from './envelope.js';
 import { isPayhookError, PayhookError } from './errors.js';
 import { hmac, hmacInto } from './hmac.js';
+import { hmacVerifyWeb, hmacWeb } from './hmac-web.js';
+import {
+  type CryptoPath,
+  type NodeCrypto,
+  nodeCrypto,
+  requireNodeCrypto,
+  resolveCryptoPath,
+} from './platform.js';
+
+// Undefined where node:crypto is missing: the synchronous path throws before it is reached.
+const timingSafeEqual = nodeCrypto?.timingSafeEqual as NodeCrypto['timingSafeEqual'];
 
 // The envelope's reading has its own module; these names stay importable from here.
 export { type ParsedEnvelope, parseEnvelope, type SignedPayload, type VerifyInput } from './envelope.js';
@@ -89,6 +100,7 @@ export function hmacHex(message: string, businessId: string): string {
  * ```
  */
 export function computeChecksum(event: string, data: unknown, businessId: string): string {
+  if (nodeCrypto === undefined) requireNodeCrypto('computeChecksum');
   return hmacHex(checksumMessage(event, canonicalSignedData(data)), businessId);
 }
 
@@ -139,6 +151,7 @@ function resolveMode(input: VerifyInput, options: VerifyOptions): Canonicalizati
  * ```
  */
 export function verifyChecksum(input: VerifyInput, options: VerifyOptions): VerifyResult {
+  if (nodeCrypto === undefined) requireNodeCrypto('verifyChecksum');
   const mode = resolveMode(input, options);
   if (options.businessIds.length === 0) throw new TypeError('verifyChecksum needs at least one business id.');
   let envelope: ParsedEnvelope;
@@ -192,7 +205,7 @@ function matchingId(
   head: string,
   tail: string | Uint8Array,
   businessIds: readonly string[],
-  expected: Buffer,
+  expected: Uint8Array,
 ): string | undefined {
   for (let i = 0; i < businessIds.length; i++) {
     const businessId = businessIds[i] as string;
@@ -219,4 +232,106 @@ function mismatch(ids: number, tried: readonly AppliedCanonicalization[]): Verif
       )} canonicalization. Check the business id, and that the raw body reaches the verifier unchanged; explainChecksumMismatch() (or \`payhook verify\`) shows the strings that were hashed.`,
     ),
   };
+}
+
+/** Options of {@link verifyChecksumAsync}. */
+export interface VerifyAsyncOptions extends VerifyOptions {
+  /**
+   * `auto` (default): node:crypto where the runtime has it, else Web Crypto. `web` forces Web
+   * Crypto (to try that path on Node), `node` requires node:crypto.
+   */
+  crypto?: CryptoPath | undefined;
+}
+
+/**
+ * {@link verifyChecksum} on every runtime: on Web Crypto where node:crypto is missing (browsers,
+ * Workers without nodejs_compat, any bundle for the browser platform), the HMAC computed and
+ * compared in constant time by `crypto.subtle.verify`; on Node it answers with the synchronous
+ * verdict. Same verdicts, same errors.
+ *
+ * @example
+ * ```ts
+ * const result = await verifyChecksumAsync({ rawBody: await request.text() }, { businessIds: [env.BUSINESS_ID] });
+ * if (!result.ok) return Response.json(result.error, { status: result.error.status });
+ * ```
+ */
+export async function verifyChecksumAsync(
+  input: VerifyInput,
+  options: VerifyAsyncOptions,
+): Promise<VerifyResult> {
+  if (resolveCryptoPath(options.crypto) === 'node') return verifyChecksum(input, options);
+  const mode = resolveMode(input, options);
+  if (options.businessIds.length === 0)
+    throw new TypeError('verifyChecksumAsync needs at least one business id.');
+  let envelope: ParsedEnvelope;
+  try {
+    envelope = parseEnvelope(input, options.maxDepth ?? DEFAULT_MAX_DEPTH);
+  } catch (error) {
+    return { ok: false, error: asMalformed(error) };
+  }
+  return verifyEnvelopeAsync(envelope, mode, options.businessIds);
+}
+
+/**
+ * {@link verifyEnvelope} on Web Crypto. The signed bytes are copied before the first await, so a
+ * read that begins meanwhile (another request) cannot change them.
+ */
+export async function verifyEnvelopeAsync(
+  envelope: ParsedEnvelope,
+  mode: Canonicalization,
+  businessIds: readonly string[],
+): Promise<VerifyResult> {
+  const { payload } = envelope;
+  const head = `${payload.event}|`;
+  if (mode !== 'jcs') {
+    const lexicalData = lexicalDataOf(envelope);
+    if (lexicalData === undefined) {
+      throw new TypeError(`canonicalization "${mode}" needs the raw body; pass rawBody, or use "jcs".`);
+    }
+    const businessId = await matchingIdWeb(joinBytes(head, lexicalData), businessIds, envelope.expected);
+    if (businessId !== undefined) return verified(payload, businessId, 'lexical');
+    if (mode === 'lexical') return mismatch(businessIds.length, ['lexical']);
+  }
+  let jcs: string;
+  try {
+    jcs = canonicalSignedData(payload.data);
+  } catch (error) {
+    return { ok: false, error: asMalformed(error) };
+  }
+  const businessId = await matchingIdWeb(joinBytes(head, jcs), businessIds, envelope.expected);
+  if (businessId !== undefined) return verified(payload, businessId, 'jcs');
+  return mismatch(businessIds.length, mode === 'jcs' ? ['jcs'] : ['lexical', 'jcs']);
+}
+
+/** {@link matchingId} on Web Crypto: every id is tried, each compared by `subtle.verify`. */
+async function matchingIdWeb(
+  message: Uint8Array,
+  businessIds: readonly string[],
+  expected: Uint8Array,
+): Promise<string | undefined> {
+  const verdicts = await Promise.all(businessIds.map((id) => hmacVerifyWeb(id, message, expected)));
+  const index = verdicts.indexOf(true);
+  return index < 0 ? undefined : businessIds[index];
+}
+
+/**
+ * {@link computeChecksum} on every runtime: Web Crypto where node:crypto is missing (or with
+ * `crypto: 'web'`), the synchronous one on Node.
+ *
+ * @example
+ * ```ts
+ * const checksum = await computeChecksumAsync('payment.session.succeeded', payment, 'a3f1c2d4-...');
+ * ```
+ */
+export async function computeChecksumAsync(
+  event: string,
+  data: unknown,
+  businessId: string,
+  options: { crypto?: CryptoPath | undefined } = {},
+): Promise<string> {
+  if (resolveCryptoPath(options.crypto) === 'node') return computeChecksum(event, data, businessId);
+  const digest = await hmacWeb(businessId, utf8Bytes(checksumMessage(event, canonicalSignedData(data))));
+  let hex = '';
+  for (let k = 0; k < digest.length; k++) hex += (digest[k] as number).toString(16).padStart(2, '0');
+  return hex;
 }

@@ -1,3 +1,4 @@
+import { allocBytesUnsafe, utf8Bytes, utf8Slice } from './bytes.js';
 import { DEFAULT_MAX_DEPTH, MAX_NESTING } from './canonical-rules.js';
 import { PayhookError } from './errors.js';
 import { decodeUtf8, parseJson } from './lexical-canonical-json.js';
@@ -14,9 +15,9 @@ const EVENT_MEMBER = '{"event":';
 const DATA_MEMBER = ',"data":';
 const CHECKSUM_MEMBER = ',"checksum":';
 // The same, as the bytes the receiver matches.
-const EVENT_BYTES = Buffer.from(EVENT_MEMBER);
-const DATA_BYTES = Buffer.from(DATA_MEMBER);
-const CHECKSUM_BYTES = Buffer.from(CHECKSUM_MEMBER);
+const EVENT_BYTES = utf8Bytes(EVENT_MEMBER);
+const DATA_BYTES = utf8Bytes(DATA_MEMBER);
+const CHECKSUM_BYTES = utf8Bytes(CHECKSUM_MEMBER);
 
 /** A webhook body as the service sends it. */
 export interface SignedPayload<Event extends string = string, Data = unknown> {
@@ -63,9 +64,9 @@ function hexValue(c: number): number {
  * small an array on its heap, and moves it off the heap, at a cost, when native code such as
  * `timingSafeEqual` reads it.
  */
-export function checksumBytes(checksum: string): Buffer | undefined {
+export function checksumBytes(checksum: string): Uint8Array | undefined {
   if (checksum.length !== 64) return undefined;
-  const bytes = Buffer.allocUnsafe(32);
+  const bytes = allocBytesUnsafe(32);
   for (let k = 0; k < 32; k++) {
     const high = hexValue(checksum.charCodeAt(2 * k));
     const low = hexValue(checksum.charCodeAt(2 * k + 1));
@@ -81,13 +82,13 @@ export interface ParsedEnvelope {
   /** The decoded raw body, when there was one. */
   text: string | undefined;
   /** The 32 checksum bytes the payload carries. */
-  expected: Buffer;
+  expected: Uint8Array;
   /**
    * Lexical canonical bytes of `data` (without its `checksum` key), when there was a raw body: a
    * view into the lexical reader's shared buffers, good until its next read. Read it through
    * {@link lexicalDataOf}, which reads the text again if another read came in between.
    */
-  lexicalData: Buffer | undefined;
+  lexicalData: Uint8Array | undefined;
   /** `readsBegun()` when `lexicalData` was read. */
   lexicalRead: number;
 }
@@ -97,7 +98,7 @@ export interface ParsedEnvelope {
  * {@link parseEnvelope} read them, or read again from the body's text if another read has begun
  * since (parsing and verifying are one synchronous step today; this keeps them right if not).
  */
-export function lexicalDataOf(envelope: ParsedEnvelope): Buffer | undefined {
+export function lexicalDataOf(envelope: ParsedEnvelope): Uint8Array | undefined {
   if (envelope.text === undefined || envelope.lexicalRead === readsBegun()) return envelope.lexicalData;
   // The first read enforced the caller's depth limit; this one only needs to reach as deep.
   envelope.lexicalData = lexicalEnvelopeBytes(envelope.text, MAX_NESTING).data;
@@ -107,7 +108,8 @@ export function lexicalDataOf(envelope: ParsedEnvelope): Buffer | undefined {
 
 /** {@link lexicalDataOf} as text. */
 export function lexicalTextOf(envelope: ParsedEnvelope): string | undefined {
-  return lexicalDataOf(envelope)?.toString('utf8');
+  const data = lexicalDataOf(envelope);
+  return data === undefined ? undefined : utf8Slice(data, 0, data.length);
 }
 
 /**
@@ -173,7 +175,7 @@ export interface LexicalEnvelope<Data = string> {
  */
 export function lexicalEnvelope(text: string, maxDepth: number = DEFAULT_MAX_DEPTH): LexicalEnvelope {
   const { data, senderLayout } = lexicalEnvelopeBytes(text, maxDepth);
-  return { data: data?.toString('utf8'), senderLayout };
+  return { data: data === undefined ? undefined : utf8Slice(data, 0, data.length), senderLayout };
 }
 
 /**
@@ -183,7 +185,7 @@ export function lexicalEnvelope(text: string, maxDepth: number = DEFAULT_MAX_DEP
 export function lexicalEnvelopeBytes(
   text: string,
   maxDepth: number = DEFAULT_MAX_DEPTH,
-): LexicalEnvelope<Buffer> {
+): LexicalEnvelope<Uint8Array> {
   const scanner = new Scanner(text, maxDepth);
   const laidOut = senderLayoutData(scanner);
   if (laidOut !== undefined) return { data: laidOut, senderLayout: true };
@@ -199,7 +201,7 @@ export function lexicalEnvelopeBytes(
  * strings, which hold neither), without the bookkeeping of arbitrary members: the three keys are
  * matched as text and are distinct.
  */
-function senderLayoutData(scanner: Scanner): Buffer | undefined {
+function senderLayoutData(scanner: Scanner): Uint8Array | undefined {
   const { u } = scanner;
   if (!bytesAt(u, 0, EVENT_BYTES) || u[EVENT_BYTES.length] !== QUOTE) return undefined;
   let i = stringEnd(u, EVENT_BYTES.length) & END;

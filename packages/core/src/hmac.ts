@@ -1,4 +1,4 @@
-import { createHash, hash } from 'node:crypto';
+import { NodeBuffer, type NodeCrypto, nodeCrypto, requireNodeCrypto } from './platform.js';
 
 /*
  * HMAC-SHA256 as RFC 2104 spells it out, with two one-shot SHA-256 digests (`crypto.hash`) over
@@ -8,6 +8,13 @@ import { createHash, hash } from 'node:crypto';
  * here. The message is given in two parts, `head` and `tail`, hashed as one without being joined
  * first: `event|` and the canonical data, or `id.timestamp.` and the body.
  */
+
+// node:crypto's functions and Buffer, where the runtime has them (see platform.ts). Elsewhere they
+// are undefined and every call below throws a TypeError that names the async (Web Crypto) variant,
+// before any of them is reached; hmac-web.ts is the HMAC there.
+const hash = nodeCrypto?.hash as NodeCrypto['hash'];
+const createHash = nodeCrypto?.createHash as NodeCrypto['createHash'];
+const Buf = NodeBuffer as typeof Buffer;
 
 /** A key: text (its UTF-8 bytes are the key) or bytes. */
 export type HmacKey = string | Uint8Array;
@@ -32,10 +39,10 @@ const bytePads = new WeakMap<Uint8Array, Pads>();
 function padsOf(key: HmacKey): Pads {
   let p = typeof key === 'string' ? textPads.get(key) : bytePads.get(key);
   if (p !== undefined) return p;
-  let bytes: Uint8Array = typeof key === 'string' ? Buffer.from(key, 'utf8') : key;
+  let bytes: Uint8Array = typeof key === 'string' ? Buf.from(key, 'utf8') : key;
   if (bytes.length > BLOCK) bytes = createHash('sha256').update(bytes).digest();
-  const inner = Buffer.alloc(BLOCK, 0x36);
-  const outer = Buffer.alloc(BLOCK + 32, 0x5c);
+  const inner = Buf.alloc(BLOCK, 0x36);
+  const outer = Buf.alloc(BLOCK + 32, 0x5c);
   for (let k = 0; k < bytes.length; k++) {
     inner[k] = (bytes[k] as number) ^ 0x36;
     outer[k] = (bytes[k] as number) ^ 0x5c;
@@ -54,7 +61,7 @@ function padsOf(key: HmacKey): Pads {
 const SCRATCH_MAX = 256 * 1024;
 
 // The inner pad, then the message: shared by every call (hashing is synchronous).
-let scratch = Buffer.alloc(0);
+let scratch = NodeBuffer ? Buf.alloc(0) : (undefined as unknown as Buffer);
 let scratchPad: Buffer | undefined;
 
 /** The bytes `part` may take as UTF-8 (a UTF-16 code unit takes at most 3). */
@@ -86,7 +93,7 @@ function innerDigest(inner: Buffer, head: string, tail: HmacTail): string {
     return stream.digest('binary');
   }
   if (scratch.length < room) {
-    scratch = Buffer.allocUnsafe(Math.min(SCRATCH_MAX, Math.max(room, 4096, scratch.length * 2)));
+    scratch = Buf.allocUnsafe(Math.min(SCRATCH_MAX, Math.max(room, 4096, scratch.length * 2)));
     scratchPad = undefined;
   }
   if (scratchPad !== inner) {
@@ -99,6 +106,7 @@ function innerDigest(inner: Buffer, head: string, tail: HmacTail): string {
 
 /** The outer pad of `key` with the inner digest of `head` + `tail` after it: what the HMAC hashes last. */
 function outerBlock(key: HmacKey, head: string, tail: HmacTail): Buffer {
+  if (nodeCrypto === undefined) requireNodeCrypto('HMAC');
   const { inner, outer } = padsOf(key);
   // `binary` is latin1: one character per byte, written back as that byte.
   outer.write(innerDigest(inner, head, tail), BLOCK, 32, 'latin1');
@@ -127,13 +135,14 @@ export function hmac(
 }
 
 // The last digest of hmacInto, written from its latin1 string.
-const digest = Buffer.alloc(32);
+const digest = NodeBuffer ? Buf.alloc(32) : (undefined as unknown as Buffer);
 
 /**
  * HMAC-SHA256 of `head` + `tail` under `key`, written into a buffer shared by every call: read it
  * (compare it) before the next call. A verifier's path, which needs the bytes only for a moment.
  */
 export function hmacInto(key: HmacKey, head: string, tail: HmacTail): Buffer {
-  digest.write(hash('sha256', outerBlock(key, head, tail), 'binary'), 0, 32, 'latin1');
+  const outer = outerBlock(key, head, tail);
+  digest.write(hash('sha256', outer, 'binary'), 0, 32, 'latin1');
   return digest;
 }

@@ -3,13 +3,19 @@ export type {
   AppliedCanonicalization,
   Canonicalization,
   SignedPayload,
+  VerifyAsyncOptions,
   VerifyFailure,
   VerifyInput,
   VerifyOptions,
   VerifyResult,
   VerifySuccess,
 } from './checksum.js';
-export { computeChecksum, verifyChecksum } from './checksum.js';
+export {
+  computeChecksum,
+  computeChecksumAsync,
+  verifyChecksum,
+  verifyChecksumAsync,
+} from './checksum.js';
 export type {
   SigningKeyPair,
   SigningPublicKey,
@@ -165,7 +171,6 @@ export type {
   SignatureSuccess,
   SigningKey,
   SignWebhookInput,
-  VerifySignatureAsyncOptions,
   VerifySignatureOptions,
   WebhookSignatureHeaders,
 } from './webhook-signature.js';
@@ -178,5 +183,6 @@ export {
   SIGNING_SECRET_PREFIX,
   signWebhook,
   verifyWebhookSignature,
-  verifyWebhookSignatureAsync,
 } from './webhook-signature.js';
+export type { VerifySignatureAsyncOptions } from './webhook-signature-async.js';
+export { verifyWebhookSignatureAsync } from './webhook-signature-async.js';

@@ -1,3 +1,4 @@
+import { utf8Slice } from './bytes.js';
 import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
 import { PayhookError } from './errors.js';
 import { Scanner } from './lexical-scanner.js';
@@ -53,5 +54,6 @@ export function lexicalCanonicalJson(raw: string | Uint8Array, options: LexicalO
   parseJson(text);
   const scanner = new Scanner(text, options.maxDepth ?? DEFAULT_MAX_DEPTH);
   scanner.skipWs();
-  return scanner.canonicalBytes(0, false).toString('utf8');
+  const bytes = scanner.canonicalBytes(0, false);
+  return utf8Slice(bytes, 0, bytes.length);
 }

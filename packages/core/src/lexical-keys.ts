@@ -1,3 +1,4 @@
+import { utf8Slice } from './bytes.js';
 import { compareKeys, prefixOfUnits } from './canonical-rules.js';
 import { KEY_DECODED } from './lexical-tape.js';
 import { BACKSLASH } from './lexical-tokens.js';
@@ -7,15 +8,15 @@ import { BACKSLASH } from './lexical-tokens.js';
 // Every other token is ASCII, and its bytes are its UTF-16 code units.
 
 /** The decoded key of the string token at [start, end). */
-export function keyOf(u: Buffer, start: number, end: number): string {
+export function keyOf(u: Uint8Array, start: number, end: number): string {
   for (let k = start + 1; k < end - 1; k++) {
-    if (u[k] === BACKSLASH) return JSON.parse(u.toString('utf8', start, end)) as string;
+    if (u[k] === BACKSLASH) return JSON.parse(utf8Slice(u, start, end)) as string;
   }
-  return u.toString('utf8', start + 1, end - 1);
+  return utf8Slice(u, start + 1, end - 1);
 }
 
 /** Whether the key token at [start, end) decodes to `name` (ASCII). */
-export function isKey(u: Buffer, start: number, end: number, decoded: boolean, name: string): boolean {
+export function isKey(u: Uint8Array, start: number, end: number, decoded: boolean, name: string): boolean {
   if (decoded) return keyOf(u, start, end) === name;
   if (end - start - 2 !== name.length) return false;
   for (let k = 0; k < name.length; k++) if (u[start + 1 + k] !== name.charCodeAt(k)) return false;
@@ -27,7 +28,7 @@ export function isKey(u: Buffer, start: number, end: number, decoded: boolean, n
  * unless either is decoded.
  */
 export function compareKeyTokens(
-  u: Buffer,
+  u: Uint8Array,
   a: number,
   aEnd: number,
   b: number,
@@ -49,7 +50,7 @@ export function compareKeyTokens(
  * The sort prefix (see `prefixOfUnits`) of the key token at [start, end): from its first two
  * bytes, or for a decoded token from its decoded value's first two code units.
  */
-export function keyPrefix(u: Buffer, start: number, end: number, decoded: boolean): number {
+export function keyPrefix(u: Uint8Array, start: number, end: number, decoded: boolean): number {
   if (decoded) {
     const key = keyOf(u, start, end);
     return prefixOfUnits(key.length > 0 ? key.charCodeAt(0) : 0, key.length > 1 ? key.charCodeAt(1) : 0);
@@ -62,7 +63,7 @@ export function keyPrefix(u: Buffer, start: number, end: number, decoded: boolea
  * Orders the key tokens of two member records of a tape (see lexical-tape.ts): by their sort
  * prefixes, which decide most comparisons, then byte by byte, or by their decoded values.
  */
-export function compareMembers(u: Buffer, tape: Int32Array, a: number, b: number): number {
+export function compareMembers(u: Uint8Array, tape: Int32Array, a: number, b: number): number {
   const d = (tape[a + 3] as number) - (tape[b + 3] as number);
   if (d !== 0) return d;
   const decoded = (((tape[a + 2] as number) | (tape[b + 2] as number)) & KEY_DECODED) !== 0;

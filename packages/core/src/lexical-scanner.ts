@@ -55,7 +55,7 @@ export class Scanner {
   /** A byte index into {@link u}. */
   i = 0;
   /** The text's UTF-8 bytes and what follows them (see `TextBytes`). */
-  readonly u: Buffer;
+  readonly u: Uint8Array;
   /** The text's length in bytes. */
   readonly length: number;
   private readonly text: TextBytes;
@@ -99,7 +99,7 @@ export class Scanner {
    * text's own bytes when {@link verbatim} finds them canonical, else read into the tape and
    * written out. A view into shared buffers, good until the next read.
    */
-  canonicalBytes(depth: number, signedData: boolean): Buffer {
+  canonicalBytes(depth: number, signedData: boolean): Uint8Array {
     const start = this.i;
     if (this.verbatim(depth, signedData)) return this.u.subarray(start, this.i);
     // verbatim may have stopped anywhere inside the value: read it again from its start.
@@ -352,7 +352,7 @@ export class Scanner {
   }
 
   /** The canonical bytes of a node of the tape (a view, see {@link canonicalBytes}). */
-  private bytesOfNode(node: number): Buffer {
+  private bytesOfNode(node: number): Uint8Array {
     const tape = this.tape;
     const start = tape[node + 1] as number;
     const end = tape[node + 2] as number;
@@ -366,7 +366,7 @@ export class Scanner {
    * The canonical bytes of the `data` member of the body at `i` (see `lexicalEnvelope`), if any
    * (a view, see {@link canonicalBytes}).
    */
-  envelopeData(): Buffer | undefined {
+  envelopeData(): Uint8Array | undefined {
     this.dataNode = -1;
     this.read(0, ENVELOPE);
     return this.dataNode === -1 ? undefined : this.bytesOfNode(this.dataNode);

@@ -1,3 +1,4 @@
+import { allocBytes, allocBytesUnsafe } from './bytes.js';
 import {
   CLOSE_BRACE,
   CLOSE_BRACKET,
@@ -48,16 +49,16 @@ export function readsBegun(): number {
 let sharedTape = new Int32Array(0);
 /** Bytes to write canonical text into, and a view of them for `copyBytes`. */
 export interface Output {
-  bytes: Buffer;
+  bytes: Uint8Array;
   view: DataView;
 }
 
-const outputOf = (bytes: Buffer): Output => ({
+const outputOf = (bytes: Uint8Array): Output => ({
   bytes,
   view: new DataView(bytes.buffer, bytes.byteOffset, bytes.length),
 });
 
-let sharedOut = outputOf(Buffer.alloc(0));
+let sharedOut = outputOf(allocBytes(0));
 
 /** A tape of at least `n` ints: the shared one, grown (and kept while at most SHARED_MAX). */
 export function tapeFor(n: number): Int32Array {
@@ -70,7 +71,7 @@ export function tapeFor(n: number): Int32Array {
 /** An output buffer of at least `n` bytes. */
 export function outFor(n: number): Output {
   if (sharedOut.bytes.length >= n) return sharedOut;
-  const out = outputOf(Buffer.allocUnsafe(n));
+  const out = outputOf(allocBytesUnsafe(n));
   if (n <= SHARED_MAX) sharedOut = out;
   return out;
 }

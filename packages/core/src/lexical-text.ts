@@ -1,3 +1,4 @@
+import { allocBytes, bytesOver, writeUtf8 } from './bytes.js';
 import { BACKSLASH, COPY_SLACK, QUOTE, SHARED_MAX, stringEnd } from './lexical-tokens.js';
 
 /** Words (of 4 bytes) of a string token looked at before the rest is searched natively. */
@@ -11,7 +12,7 @@ const SHORT_WORDS = 3;
 const SHARED_BYTES = 3 * SHARED_MAX + 1 + COPY_SLACK;
 
 // The bytes of the text being read, and the same memory as 32-bit words: shared by every read.
-let sharedBytes: Buffer = Buffer.alloc(0);
+let sharedBytes: Uint8Array = allocBytes(0);
 let sharedWords = new Int32Array(0);
 let sharedView = new DataView(sharedWords.buffer);
 
@@ -34,7 +35,7 @@ export class TextBytes {
    * The buffer is not cut to the text (a view costs a tenth of a microsecond): what lies past the
    * slack is left from earlier texts.
    */
-  readonly u: Buffer;
+  readonly u: Uint8Array;
   /** The same memory as 32-bit words (`u` starts on a word). */
   private readonly words: Int32Array;
   /** The same memory as a view, from which `copyBytes` copies. */
@@ -47,7 +48,7 @@ export class TextBytes {
    */
   readonly ascii: string | undefined;
   /** The text's bytes and nothing after them, searched when the text is not all ASCII. */
-  private readonly bytes: Buffer;
+  private readonly bytes: Uint8Array;
   // Where the next backslash is, as one native search found it: none in [from, at). Most bodies
   // hold no backslash, and then one search answers for the whole text.
   private backslashFrom = 0;
@@ -61,7 +62,7 @@ export class TextBytes {
     let view = sharedView;
     if (u.length < room) {
       const memory = new ArrayBuffer((Math.max(room, Math.min(SHARED_BYTES, u.length * 2)) + 3) & ~3);
-      u = Buffer.from(memory);
+      u = bytesOver(memory);
       words = new Int32Array(memory);
       view = new DataView(memory);
       if (u.length <= SHARED_BYTES + 3) {
@@ -70,7 +71,7 @@ export class TextBytes {
         sharedView = view;
       }
     }
-    const length = u.write(text, 0, 'utf8');
+    const length = writeUtf8(u, text, 0);
     for (let k = length; k <= length + COPY_SLACK; k++) u[k] = 0;
     this.u = u;
     this.words = words;

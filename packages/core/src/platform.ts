@@ -13,7 +13,8 @@ export type WebCryptoKey = webcrypto.CryptoKey;
 
 type Loader = { getBuiltinModule?: (id: string) => unknown } | undefined;
 
-function builtin<T>(id: string): T | undefined {
+/** A Node built-in module (`crypto`, `module`...) where the runtime has it, else undefined. */
+export function builtin<T>(id: string): T | undefined {
   const loader = (globalThis as { process?: Loader }).process;
   try {
     return typeof loader?.getBuiltinModule === 'function' ? (loader.getBuiltinModule(id) as T) : undefined;

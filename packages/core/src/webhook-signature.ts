@@ -2,17 +2,10 @@
 // a signature keyed by a strong per-business secret, over the event's id, a timestamp and the exact
 // body bytes. docs/decisions.md, "Signatures beside the checksum".
 import { allocBytes, base64Of, bytesOfBase64, joinBytes } from './bytes.js';
-import {
-  listV1aSignatures,
-  matchV1a,
-  matchV1aAsync,
-  parseSigningPublicKey,
-  type SigningPublicKey,
-} from './ed25519.js';
+import { listV1aSignatures, matchV1a, parseSigningPublicKey, type SigningPublicKey } from './ed25519.js';
 import { PayhookError } from './errors.js';
 import { hmac } from './hmac.js';
-import { hmacVerifyWeb } from './hmac-web.js';
-import { type CryptoPath, nodeCrypto, resolveCryptoPath } from './platform.js';
+import { nodeCrypto, requireNodeCrypto } from './platform.js';
 
 /** The prefix of a signing secret; the rest is the key in base64. */
 export const SIGNING_SECRET_PREFIX = 'whsec_';
@@ -107,7 +100,7 @@ export function isTimestampText(timestamp: string): boolean {
 }
 
 /** What the signed content holds before the body: `id.timestamp.`. */
-const signedHead = (id: string, timestamp: string) => `${id}.${timestamp}.`;
+export const signedHead = (id: string, timestamp: string): string => `${id}.${timestamp}.`;
 
 /** The HMAC-SHA256 of `id.timestamp.body` under `key`: the bytes a `v1,` signature carries. */
 export function signatureDigest(
@@ -142,6 +135,7 @@ export interface SignWebhookInput {
  * ```
  */
 export function signWebhook(input: SignWebhookInput): WebhookSignatureHeaders {
+  if (nodeCrypto === undefined) requireNodeCrypto('signWebhook');
   const { id, body } = input;
   if (typeof id !== 'string' || id.length === 0) {
     throw new TypeError('Invalid webhook id: a non-empty string.');
@@ -209,12 +203,13 @@ export interface SignatureSuccess {
 /** What {@link verifyWebhookSignature} found. */
 export type SignatureResult = SignatureSuccess | { ok: false; error: PayhookError };
 
-const SIGNATURE_BYTES = 32;
+/** Bytes of a `v1` (HMAC-SHA256) signature. */
+export const SIGNATURE_BYTES = 32;
 const fail = (code: 'invalid_signature' | 'signature_timestamp_out_of_tolerance', message: string) =>
   ({ ok: false, error: new PayhookError(code, message) }) as const;
 
 /** The most signatures read from one header: more is not from a sender with a few secrets in rotation. */
-const MAX_LISTED = 16;
+export const MAX_LISTED = 16;
 // Where the listed signatures' base64 texts are in the header, as [from, to) pairs, and two
 // buffers to decode a pair of signatures into: kept between calls (verifying is synchronous).
 const listed = new Int32Array(2 * MAX_LISTED);
@@ -271,11 +266,12 @@ function signatureMatches(header: string, from: number, to: number, expected: st
 }
 
 /** The headers' id, timestamp and signature list, checked; or the failure to answer. */
-type Prechecked =
+export type Prechecked =
   | { id: string; timestamp: string; seconds: number; signature: string; failure?: undefined }
   | { failure: SignatureResult };
 
-function precheck(received: ReceivedSignature, options: VerifySignatureOptions): Prechecked {
+/** Checks the headers' presence and the timestamp's form and tolerance (before any key). */
+export function precheck(received: ReceivedSignature, options: VerifySignatureOptions): Prechecked {
   const { id, timestamp, signature } = received;
   if (!id || !timestamp || !signature) {
     return {
@@ -302,10 +298,16 @@ function precheck(received: ReceivedSignature, options: VerifySignatureOptions):
   return { id, timestamp, seconds, signature };
 }
 
-const publicKeysOf = (keys: VerifySignatureOptions['publicKeys']): SigningPublicKey[] =>
+/** The configured public keys, read. */
+export const publicKeysOf = (keys: VerifySignatureOptions['publicKeys']): SigningPublicKey[] =>
   (keys ?? []).map((k) => (typeof k === 'string' ? parseSigningPublicKey(k) : k));
 
-function noMatch(options: VerifySignatureOptions, listedV1: number, listedV1a: number): SignatureResult {
+/** The failure when no configured key verified any listed signature. */
+export function noMatch(
+  options: VerifySignatureOptions,
+  listedV1: number,
+  listedV1a: number,
+): SignatureResult {
   const v1 = (options.secrets?.length ?? 0) > 0;
   const v1a = (options.publicKeys?.length ?? 0) > 0;
   const wanted = v1 && v1a ? 'v1 or v1a' : v1a ? 'v1a' : 'v1';
@@ -318,7 +320,8 @@ function noMatch(options: VerifySignatureOptions, listedV1: number, listedV1a: n
   );
 }
 
-const matched = (
+/** The success of the `scheme` key at `index`. */
+export const matched = (
   checked: { id: string; seconds: number },
   scheme: 'v1' | 'v1a',
   index: number,
@@ -337,7 +340,7 @@ const matched = (
  * in constant time, and every configured public key against every listed `v1a` (Ed25519)
  * signature. Missing headers are `invalid_signature` here; whether a request may come without
  * them at all is the receiver's `requireSignature`. Synchronous, on node:crypto; where it is
- * missing (browsers, Workers) use {@link verifyWebhookSignatureAsync}.
+ * missing (browsers, Workers) use `verifyWebhookSignatureAsync`.
  *
  * @example
  * ```ts
@@ -350,6 +353,7 @@ export function verifyWebhookSignature(
   body: string | Uint8Array,
   options: VerifySignatureOptions,
 ): SignatureResult {
+  if (nodeCrypto === undefined) requireNodeCrypto('verifyWebhookSignature');
   const checked = precheck(received, options);
   if (checked.failure) return checked.failure;
   const { id, timestamp, signature } = checked;
@@ -376,70 +380,4 @@ export function verifyWebhookSignature(
     if (found >= 0) return matched(checked, 'v1a', found);
   }
   return noMatch(options, count, listedV1a);
-}
-
-/** The `v1` signatures a header lists, decoded (32 bytes each), at most {@link MAX_LISTED}. */
-function listV1Signatures(header: string): Uint8Array[] {
-  const out: Uint8Array[] = [];
-  for (const entry of header.split(' ')) {
-    if (out.length >= MAX_LISTED) break;
-    if (!entry.startsWith('v1,')) continue;
-    const bytes = bytesOfBase64(entry.slice(3));
-    if (bytes !== undefined && bytes.length === SIGNATURE_BYTES) out.push(bytes);
-  }
-  return out;
-}
-
-/** Options of {@link verifyWebhookSignatureAsync}. */
-export interface VerifySignatureAsyncOptions extends VerifySignatureOptions {
-  /**
-   * `auto` (default): node:crypto where the runtime has it, else Web Crypto. `web` forces Web
-   * Crypto (to try that path on Node), `node` requires node:crypto.
-   */
-  crypto?: CryptoPath | undefined;
-}
-
-/**
- * {@link verifyWebhookSignature} on every runtime: on Web Crypto where node:crypto is missing
- * (browsers, Workers without nodejs_compat), where HMAC signatures are compared in constant time
- * by `crypto.subtle.verify`; on Node it answers with the synchronous verdict. Same verdicts, same
- * errors.
- *
- * @example
- * ```ts
- * const result = await verifyWebhookSignatureAsync(readSignatureHeaders(headers), rawBody, {
- *   publicKeys: ['whpk_...'],
- * });
- * if (!result.ok) return new Response(JSON.stringify(result.error), { status: result.error.status });
- * ```
- */
-export async function verifyWebhookSignatureAsync(
-  received: ReceivedSignature,
-  body: string | Uint8Array,
-  options: VerifySignatureAsyncOptions,
-): Promise<SignatureResult> {
-  if (resolveCryptoPath(options.crypto) === 'node') return verifyWebhookSignature(received, body, options);
-  const checked = precheck(received, options);
-  if (checked.failure) return checked.failure;
-  const { id, timestamp, signature } = checked;
-  const secrets = options.secrets ?? [];
-  const publicKeys = publicKeysOf(options.publicKeys);
-  const v1 = listV1Signatures(signature);
-  // The signed bytes, made once: the body may be a view its owner reuses after this call.
-  const content = joinBytes(signedHead(id, timestamp), body);
-  const keys = secrets.map((s) => (typeof s === 'string' ? parseSigningSecret(s) : s).key);
-  // Every pair is compared, as on Node.
-  const verdicts = await Promise.all(
-    keys.map((key) => Promise.all(v1.map((listedBytes) => hmacVerifyWeb(key, content, listedBytes)))),
-  );
-  const found = verdicts.findIndex((row) => row.includes(true));
-  if (found >= 0) return matched(checked, 'v1', found);
-  let listedV1a = 0;
-  if (publicKeys.length > 0) {
-    const signatures = listV1aSignatures(signature, MAX_LISTED);
-    listedV1a = signatures.length;
-    const index = await matchV1aAsync(publicKeys, signatures, content);
-    if (index >= 0) return matched(checked, 'v1a', index);
-  }
-  return noMatch(options, v1.length, listedV1a);
 }

@@ -319,7 +319,8 @@ describe('checksumBytes', () => {
         ),
         (checksum) => {
           const bytes = checksumBytes(checksum);
-          if (HEX_64.test(checksum)) expect(bytes?.equals(Buffer.from(checksum, 'hex'))).toBe(true);
+          if (HEX_64.test(checksum))
+            expect(Buffer.from(bytes ?? []).equals(Buffer.from(checksum, 'hex'))).toBe(true);
           else expect(bytes).toBeUndefined();
         },
       ),

@@ -1,5 +1,3 @@
-import { Compile } from 'typebox/compile';
-import { PaymentSchema } from './schemas.js';
 import {
   KNOWN_EVENTS,
   type KnownEvent,
@@ -7,6 +5,7 @@ import {
   type PayhookEvent,
   type UnknownEvent,
 } from './types.js';
+import { paymentIssues } from './validate-payment.js';
 
 /** One reason an event's data did not validate. */
 export interface EventIssue {
@@ -25,9 +24,6 @@ export type ParseEventResult =
       reason: 'unknown_event' | 'invalid_data' | 'not_an_event';
       issues: EventIssue[];
     };
-
-const compilePayment = () => Compile(PaymentSchema);
-let validatePayment: ReturnType<typeof compilePayment> | undefined;
 
 const known = new Set<string>(KNOWN_EVENTS);
 
@@ -62,11 +58,8 @@ export function parseEvent(payload: unknown): ParseEventResult {
   if (!known.has(event.event)) {
     return { kind: 'unrecognized', event, reason: 'unknown_event', issues: [] };
   }
-  validatePayment ??= compilePayment();
-  if (validatePayment.Check(event.data)) return { kind: 'known', event: event as KnownEvent };
-  const issues = validatePayment
-    .Errors(event.data)
-    .map((e) => ({ path: `/data${e.instancePath}`, message: e.message }));
+  const issues = paymentIssues(event.data, '/data');
+  if (issues.length === 0) return { kind: 'known', event: event as KnownEvent };
   return { kind: 'unrecognized', event, reason: 'invalid_data', issues };
 }
 

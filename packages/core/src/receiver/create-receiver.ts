@@ -1,13 +1,22 @@
-import { type ParsedEnvelope, parseEnvelope, type VerifyResult, verifyEnvelope } from '../checksum.js';
+import { utf8Length } from '../bytes.js';
+import {
+  type ParsedEnvelope,
+  parseEnvelope,
+  type VerifyResult,
+  verifyEnvelope,
+  verifyEnvelopeAsync,
+} from '../checksum.js';
 import { isPayhookError, PayhookError } from '../errors.js';
 import { normalizeIp } from '../ip.js';
-import { addressRefusal, clientAddress } from './client-address.js';
+import { resolveCryptoPath } from '../platform.js';
 import type { IdempotencyStore } from '../store/types.js';
+import { addressRefusal, clientAddress } from './client-address.js';
 import { isJsonContentType } from './content-type.js';
 import { warnIfUnknownName } from './event-names.js';
 import { resolveReceiverOptions } from './options.js';
 import { tooLarge } from './read-body.js';
 import { checkRequestFields } from './request-fields.js';
+import { type Timer, unref } from './timers.js';
 import type { ErrorInfo, EventHandler, Receiver, ReceiverOptions, ReceiverResult } from './types.js';
 import { createWorkQueue, type HandlerRegistry, type Job } from './work-queue.js';
 
@@ -54,6 +63,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     instanceId,
   } = resolveReceiverOptions(options);
 
+  // node:crypto verifies synchronously; Web Crypto (where node:crypto is missing, or asked for)
+  // is awaited.
+  const webCrypto = resolveCryptoPath(options.crypto) === 'web';
   const registry: HandlerRegistry = { byName: new Map(), any: [], unrecognized: [], deadLetter: [] };
   const errorHandlers: ((error: unknown, info: ErrorInfo) => void)[] = [];
   let closing = false;
@@ -115,7 +127,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     return refuse(error);
   };
 
-  let recoveryTimer: NodeJS.Timeout | undefined;
+  let recoveryTimer: Timer | undefined;
   const runRecovery = () => {
     if (closing) return;
     recover().then(
@@ -124,9 +136,10 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     );
   };
   if (recoveryIntervalMs > 0) {
-    setImmediate(runRecovery).unref?.();
+    // A timer, not setImmediate, which Workers and browsers lack.
+    unref(setTimeout(runRecovery, 0));
     recoveryTimer = setInterval(runRecovery, recoveryIntervalMs);
-    recoveryTimer.unref();
+    unref(recoveryTimer);
   }
 
   /**
@@ -225,7 +238,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       }
       if (
         rawBody !== undefined &&
-        (typeof rawBody === 'string' ? Buffer.byteLength(rawBody) : rawBody.byteLength) > maxBodyBytes
+        (typeof rawBody === 'string' ? utf8Length(rawBody) : rawBody.byteLength) > maxBodyBytes
       ) {
         return refuse(tooLarge(maxBodyBytes), { connection: 'close' });
       }
@@ -252,11 +265,10 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           rawBody !== undefined ? { rawBody } : { payload: request.parsedBody },
           maxDepth,
         );
-        verified = verifyEnvelope(
-          envelope,
-          rawBody !== undefined ? (canonicalization ?? 'auto') : 'jcs',
-          businessIds,
-        );
+        const mode = rawBody !== undefined ? (canonicalization ?? 'auto') : 'jcs';
+        verified = webCrypto
+          ? await verifyEnvelopeAsync(envelope, mode, businessIds)
+          : verifyEnvelope(envelope, mode, businessIds);
       } catch (error) {
         verified = {
           ok: false,

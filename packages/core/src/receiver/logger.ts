@@ -49,5 +49,9 @@ function writeLine(level: string, obj: object, msg: string | undefined): void {
   } catch {
     // A field that cannot be written (a cycle, a BigInt) never costs the line itself.
   }
-  process.stderr.write(`${level} ${msg ?? 'payhook'}${fields && fields !== '{}' ? ` ${fields}` : ''}\n`);
+  const line = `${level} ${msg ?? 'payhook'}${fields && fields !== '{}' ? ` ${fields}` : ''}`;
+  // Workers and browsers have no process.stderr: their console is where logs go.
+  const stderr = (globalThis as { process?: { stderr?: { write(text: string): unknown } } }).process?.stderr;
+  if (stderr) stderr.write(`${line}\n`);
+  else console.error(line);
 }

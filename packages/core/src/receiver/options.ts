@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { createIpAllowList, type IpAllowList } from '../ip.js';
 import { DEFAULT_MAX_DEPTH } from '../lexical-canonical-json.js';
 import { createMemoryStore } from '../store/memory-store.js';
@@ -90,7 +89,7 @@ export function resolveReceiverOptions(options: ReceiverOptions) {
   const logger = options.logger ?? stderrLogger;
   const hooks = createMetricHooks(resolveMetrics(options.metrics), logger);
   const tracing = resolveTracing(options.tracing, logger);
-  const instanceId = options.instanceId ?? randomUUID();
+  const instanceId = options.instanceId ?? globalThis.crypto.randomUUID();
   return {
     businessIds,
     allowList,

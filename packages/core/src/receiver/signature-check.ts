@@ -8,8 +8,8 @@ import {
   type SignatureResult,
   type SigningKey,
   verifyWebhookSignature,
-  verifyWebhookSignatureAsync,
 } from '../webhook-signature.js';
+import { verifyWebhookSignatureAsync } from '../webhook-signature-async.js';
 import type { ReceiverOptions, ReceiverRequest } from './types.js';
 
 /**

@@ -1,7 +1,8 @@
-import { createRequire } from 'node:module';
+import type * as NodeModule from 'node:module';
 // Types only: erased from the build, so core loads without the package.
 import type * as OpenTelemetryApi from '@opentelemetry/api';
 import type { Context, Span, Tracer } from '@opentelemetry/api';
+import { builtin } from '../platform.js';
 import type { Logger } from './logger.js';
 
 type Api = typeof OpenTelemetryApi;
@@ -54,6 +55,13 @@ export type Loaded<T> = { module: T; error?: undefined } | { module?: undefined;
 export function loadOptional<T>(name: string): Loaded<T> {
   try {
     const url: string | undefined = import.meta.url;
+    // node:module through the runtime, not an import: a browser or Worker bundle loads without
+    // it. There nothing can be required: the package reads as not installed.
+    const createRequire = builtin<typeof NodeModule>('module')?.createRequire;
+    if (createRequire === undefined) {
+      const error = new Error(`${name} cannot be required on this runtime.`);
+      return { error: Object.assign(error, { code: 'MODULE_NOT_FOUND' }) };
+    }
     const req = url ? createRequire(url) : require;
     return { module: req(name) as T };
   } catch (error) {

@@ -1,0 +1,198 @@
+// @module-tag process
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { createContext, runInContext } from 'node:vm';
+import { gzipSync } from 'node:zlib';
+import {
+  computeChecksum,
+  generateSigningKeyPair,
+  generateSigningSecret,
+  signWebhook,
+  signWebhookV1a,
+} from '@payhook/core';
+import { createTestEvent } from '@payhook/core/testing';
+import { describe, expect, it } from 'vitest';
+
+// Core bundled as a browser or a Worker bundles it (esbuild, platform "browser"): no `node:`
+// import, and the bundle runs in a realm that has only Web APIs (no Buffer, no process, no
+// require), verifying checksums and signatures on Web Crypto with the verdicts of the Node path.
+// esbuild starts its own service process, hence the tag.
+
+/** The esbuild that tsup uses (not a dependency of its own here). */
+interface Esbuild {
+  build(options: Record<string, unknown>): Promise<{
+    outputFiles: { contents: Uint8Array; text: string }[];
+    metafile: {
+      outputs: Record<
+        string,
+        { inputs: Record<string, { bytesInOutput: number }>; imports: { path: string; external?: boolean }[] }
+      >;
+    };
+  }>;
+}
+const esbuild = createRequire(createRequire(import.meta.url).resolve('tsup'))('esbuild') as Esbuild;
+
+const src = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
+const CORE = src('core/src/index.ts');
+const WEB = src('web/src/index.ts');
+
+async function bundle(contents: string, format: 'esm' | 'iife') {
+  const result = await esbuild.build({
+    stdin: { contents, resolveDir: src('core/test'), loader: 'ts' },
+    bundle: true,
+    platform: 'browser',
+    format,
+    ...(format === 'iife' ? { globalName: 'bundled' } : {}),
+    minify: true,
+    write: false,
+    metafile: true,
+    logLevel: 'silent',
+    alias: { '@payhook/core': CORE },
+  });
+  const output = result.outputFiles[0] as { contents: Uint8Array; text: string };
+  const [meta] = Object.values(result.metafile.outputs);
+  return {
+    text: output.text,
+    gzip: gzipSync(output.contents).length,
+    meta: meta as NonNullable<typeof meta>,
+  };
+}
+
+/** What each input weighs in the bundle, heaviest first (to say what takes the room when a bound fails). */
+const weights = (meta: { inputs: Record<string, { bytesInOutput: number }> }) =>
+  Object.entries(meta.inputs)
+    .map(([path, { bytesInOutput }]) => `${bytesInOutput} ${path.replace(/^.*node_modules\//, '')}`)
+    .sort((a, b) => Number.parseInt(b, 10) - Number.parseInt(a, 10))
+    .slice(0, 12)
+    .join('\n');
+
+const NODE_IMPORT =
+  /(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)["'](?:node:)?(?:crypto|buffer|module|http|stream|os|fs|net|url|util|zlib|events|path)["']/;
+
+describe('core bundled for the browser', () => {
+  it('holds no import of a Node built-in and nothing external', async () => {
+    const { text, meta, gzip } = await bundle("export * from '@payhook/core';", 'esm');
+    expect(text).not.toMatch(NODE_IMPORT);
+    expect(text).not.toMatch(/(?:from|import\(|require\()\s*["']node:/);
+    expect(meta.imports.filter((i) => i.external)).toEqual([]);
+    // Everything core exports, TypeBox's schemas included: a figure, not a bound.
+    console.info(`@payhook/core, every export: ${gzip} bytes minified and gzipped`);
+  });
+
+  it('verifies in a realm with only Web APIs, with the verdicts of the Node path', async () => {
+    const { text } = await bundle(
+      `export { createReceiver, verifyChecksumAsync, verifyChecksum, verifyWebhookSignatureAsync, readSignatureHeaders, computeChecksumAsync, signWebhookV1aAsync, generateSigningKeyPairAsync } from '@payhook/core';`,
+      'iife',
+    );
+    // A fresh realm: the language's own globals plus the Web APIs a Worker has. No Buffer, no
+    // process, no require, no setImmediate.
+    const realm = createContext({
+      crypto: globalThis.crypto,
+      TextEncoder,
+      TextDecoder,
+      console,
+      setTimeout,
+      clearTimeout,
+      setInterval,
+      clearInterval,
+      queueMicrotask,
+      URL,
+    });
+    runInContext(text, realm);
+    const core = runInContext('bundled', realm) as Record<string, (...args: unknown[]) => unknown>;
+    expect(runInContext('typeof Buffer + typeof process + typeof require', realm)).toBe(
+      'undefinedundefinedundefined',
+    );
+
+    const BIZ = '5b1e1f0a-0c3d-4a8e-9e51-3f0d2c6a7b19';
+    const body = JSON.stringify(createTestEvent('payment.session.succeeded', BIZ));
+    const ok = (await core.verifyChecksumAsync?.({ rawBody: body }, { businessIds: [BIZ] })) as {
+      ok: boolean;
+    };
+    expect(ok).toMatchObject({ ok: true, businessId: BIZ, canonicalization: 'lexical' });
+    const bad = (await core.verifyChecksumAsync?.({ rawBody: body }, { businessIds: ['someone-else'] })) as {
+      ok: boolean;
+      error: { code: string };
+    };
+    expect(bad.ok).toBe(false);
+    expect(bad.error.code).toBe('invalid_checksum');
+    // The synchronous one says what to use instead.
+    expect(() => core.verifyChecksum?.({ rawBody: body }, { businessIds: [BIZ] })).toThrow(/async variant/);
+    const data = { amount: 1, note: 'é' };
+    expect(await core.computeChecksumAsync?.('x.y', data, BIZ)).toBe(computeChecksum('x.y', data, BIZ));
+
+    // The receiver pipeline, as a Worker runs it: Standard Webhooks v1 and v1a, checksum, duplicate.
+    const secret = generateSigningSecret();
+    const pair = generateSigningKeyPair();
+    const receiver = core.createReceiver?.({
+      businessIds: [BIZ],
+      allowAnyIp: true,
+      signingSecrets: [secret],
+      signingPublicKeys: [pair.publicKey],
+      requireSignature: true,
+    }) as {
+      onAny(handler: (event: { event: string }) => void): void;
+      handle(
+        request: unknown,
+      ): Promise<{ status: number; body: Record<string, unknown>; afterResponse?: () => Promise<void> }>;
+      close(): Promise<void>;
+      idle(): Promise<void>;
+    };
+    const handled: string[] = [];
+    receiver.onAny((event: { event: string }) => {
+      handled.push(event.event);
+    });
+    const handle = async (headers: Record<string, string>, rawBody: string) => {
+      const result = await receiver.handle({
+        method: 'POST',
+        contentType: 'application/json',
+        headers,
+        rawBody,
+        remoteAddress: '203.0.113.9',
+      });
+      await result.afterResponse?.();
+      return result;
+    };
+    const v1 = signWebhook({ id: 'evt_1', body, secrets: [secret] });
+    expect((await handle(v1, body)).status).toBe(200);
+    expect((await handle(v1, body)).body).toMatchObject({ duplicate: true });
+    const other = JSON.stringify(createTestEvent('payment.session.failed', BIZ));
+    const v1a = signWebhookV1a({ id: 'evt_2', body: other, secretKeys: [pair.secretKey] });
+    expect((await handle(v1a, other)).status).toBe(200);
+    expect((await handle(v1a, body)).body).toMatchObject({ error: { code: 'invalid_signature' } });
+    expect((await handle({}, body)).body).toMatchObject({ error: { code: 'signature_required' } });
+    // Signed in the realm (Web Crypto Ed25519), verified by the Node path's independent keys.
+    const fresh = (await core.generateSigningKeyPairAsync?.()) as { secretKey: string; publicKey: string };
+    const inRealm = (await core.signWebhookV1aAsync?.({
+      id: 'evt_3',
+      body,
+      secretKeys: [fresh.secretKey],
+      timestamp: 1_800_000_000,
+    })) as Record<string, string>;
+    expect(inRealm).toEqual(
+      signWebhookV1a({ id: 'evt_3', body, secretKeys: [fresh.secretKey], timestamp: 1_800_000_000 }),
+    );
+    await receiver.idle();
+    expect(handled).toEqual(['payment.session.succeeded', 'payment.session.failed']);
+    await receiver.close();
+  });
+
+  it.runIf(existsSync(WEB))(
+    'with @payhook/web, a Worker that receives is at most 30 KB minified and gzipped',
+    async () => {
+      const { text, gzip, meta } = await bundle(
+        `import { createReceiver } from '@payhook/core';
+       import { createWebHandler } from ${JSON.stringify(WEB)};
+       const receiver = createReceiver({ businessIds: ['b'], allowedIps: ['203.0.113.10'], signingPublicKeys: ['whpk_11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo='] });
+       receiver.on('payment.session.succeeded', async (event) => { console.log(event.data.amount); });
+       export default { fetch: createWebHandler(receiver) };`,
+        'esm',
+      );
+      expect(text).not.toMatch(NODE_IMPORT);
+      expect(meta.imports.filter((i) => i.external)).toEqual([]);
+      console.info(`@payhook/web with @payhook/core: ${gzip} bytes minified and gzipped`);
+      expect(gzip, weights(meta)).toBeLessThanOrEqual(30 * 1024);
+    },
+  );
+});
