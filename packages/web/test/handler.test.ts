@@ -12,7 +12,7 @@ import {
   silentLogger,
 } from '@payhook/core';
 import { createTestEvent } from '@payhook/core/testing';
-import { Hono } from 'hono';
+import { type ExecutionContext, Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BUSINESS_ID, type RunningApp, runningApp } from '../../../test/conformance/adapter-conformance.js';
 import { createWebHandler, type WebHandlerOptions } from '../src/index.js';
@@ -135,7 +135,13 @@ describe('acknowledge first, under waitUntil', () => {
     const app = new Hono();
     app.all('/webhooks', (c) => handler(c.req.raw, c));
     const held: Promise<unknown>[] = [];
-    const ctx = { waitUntil: (promise: Promise<unknown>) => held.push(promise), passThroughOnException() {} };
+    const ctx: ExecutionContext = {
+      waitUntil: (promise) => {
+        held.push(promise);
+      },
+      passThroughOnException() {},
+      props: {},
+    };
     // A Worker's fetch(request, env, ctx), handed on to Hono as a Worker exports it.
     const res = await app.fetch(webRequest(eventBody()), { BUSINESS_ID }, ctx);
     expect(res.status).toBe(200);
