@@ -200,6 +200,30 @@ describe.each(['pglite', 'postgres'] as const)(
       expect((await rowsOf(id)).filter((r) => r.event_id === event)).toHaveLength(2);
     });
 
+    it('recovers each event once when recoveries of one endpoint run at the same time', async () => {
+      const receiver = await startLoopbackReceiver({ respond: 500 });
+      receivers.push(receiver);
+      const id = await endpoint(receiver.url);
+      const since = new Date(Date.now() - 1000);
+      const events = [await makeEvent(), await makeEvent(), await makeEvent()];
+      await runFor(49 * HOUR);
+      const answers = await Promise.all(
+        Array.from({ length: 4 }, () =>
+          call('POST', `/webhook-endpoints/${id}/recover`, { since: since.toISOString() }),
+        ),
+      );
+      expect(answers.map((a) => a.status)).toEqual([202, 202, 202, 202]);
+      const rows = await rowsOf(id);
+      for (const event of events) {
+        const mine = rows.filter((r) => r.event_id === event);
+        // The failure, and one new delivery in its place: never two.
+        expect(mine.filter((r) => r.status === 'pending')).toHaveLength(1);
+        expect(mine.filter((r) => r.status === 'failed').map((r) => r.superseded_by)).toEqual([
+          mine.find((r) => r.status === 'pending')?.id,
+        ]);
+      }
+    });
+
     it('refuses a window it cannot take with a stable code and the field, and another business with 404', async () => {
       const receiver = await startLoopbackReceiver({ respond: 200 });
       receivers.push(receiver);
