@@ -1,9 +1,11 @@
 // @module-tag process
 // @module-tag build
+import { describe, expect, it } from 'vitest';
 import { freePort } from '../support/free-port.js';
 import {
   describeRuntimeConformance,
   ROOT,
+  type RuntimeServer,
   requireBinary,
   requireBuilt,
   spawnServer,
@@ -14,19 +16,29 @@ import {
 const bun = requireBinary(`${ROOT}node_modules/.bin/bun`, 'Bun (the bun package)');
 requireBuilt();
 
+async function start(env: Record<string, string>): Promise<RuntimeServer> {
+  const port = await freePort();
+  const server = await spawnServer(bun, ['server.mjs'], {
+    cwd: `${ROOT}examples/web-bun`,
+    env: { ...env, HOST: '127.0.0.1', PORT: String(port) },
+    ready: /bun receiver on /,
+  });
+  return { ...server, url: `http://127.0.0.1:${port}` };
+}
+
 describeRuntimeConformance({
   name: 'bun',
   path: '/webhooks',
   trailingSlash: true,
   // Bun closes the connection once the 413 is sent, while the client may still be writing.
   resetsUnreadBody: true,
-  async start(env) {
-    const port = await freePort();
-    const server = await spawnServer(bun, ['server.mjs'], {
-      cwd: `${ROOT}examples/web-bun`,
-      env: { ...env, HOST: '127.0.0.1', PORT: String(port) },
-      ready: /bun receiver on /,
-    });
-    return { ...server, url: `http://127.0.0.1:${port}` };
-  },
+  start,
+});
+
+describe('bun: the example without its settings', () => {
+  it('refuses to start, exiting 2 with a message that names them', async () => {
+    await expect(start({ BUSINESS_ID: '', ALLOWED_IPS: '' })).rejects.toThrow(
+      /did not start \(2\)[\s\S]*BUSINESS_ID/,
+    );
+  });
 });
