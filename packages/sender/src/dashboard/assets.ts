@@ -41,7 +41,7 @@ label.check { flex-direction: row; align-items: center; gap: 8px; font-weight: 4
 fieldset { border: 1px solid var(--line); border-radius: var(--radius); padding: 8px 12px; margin: 0; display: grid; gap: 6px; }
 legend { font-size: 13px; font-weight: 600; color: var(--muted); padding: 0 4px; }
 input, select, button { font: inherit; font-size: 14px; min-height: 36px; padding: 6px 10px; border: 1px solid var(--line); border-radius: var(--radius); color: var(--fg); background: var(--bg); }
-input, select { box-shadow: inset 0 1px 2px rgba(27, 31, 36, 0.06); transition: border-color 0.15s, box-shadow 0.15s; }
+input, select { font-weight: 400; box-shadow: inset 0 1px 2px rgba(27, 31, 36, 0.06); transition: border-color 0.15s, box-shadow 0.15s; }
 input:hover, select:hover { border-color: #afb8c1; }
 input:focus, select:focus { border-color: var(--accent); box-shadow: 0 0 0 3px rgba(9, 105, 218, 0.2); outline: none; }
 input:focus-visible, select:focus-visible { outline: 3px solid var(--accent); outline-offset: 1px; }
