@@ -9,6 +9,7 @@ import { createDeliveryClient } from './http-client.js';
 import { logFailure, silentLogger } from './logger.js';
 import { joinDeliveryInstances, type Membership, slotsOf } from './membership.js';
 import { observeAttempt } from './metrics.js';
+import { createEndpointPacer } from './rate-limit.js';
 import { createRefusalHints, refusalHint } from './refusal-hint.js';
 import { serialPasses } from './serial-passes.js';
 import { beginAttemptSpan } from './tracing.js';
@@ -68,6 +69,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const record = createAttemptRecorder({ database, now, random, logger: log, feed, retryForMs: leaseMs / 2 });
   const keyring = signingKeyring(database);
   const hintDue = createRefusalHints();
+  const pacer = createEndpointPacer(database);
 
   let mode: WorkerMode = 'idle';
   /** True in `idle` and `running`: the worker claims, starts attempts and wakes itself. */
@@ -133,8 +135,20 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     renewal.unref();
   }
 
-  /** Sends one attempt; resolves with its outcome once the response is read (before it is recorded). */
-  async function send(claim: Claim): Promise<{ startedAt: Date; outcome: AttemptOutcome }> {
+  /**
+   * Sends one attempt; resolves with its outcome once the response is read (before it is
+   * recorded). An endpoint with a rate limit waits for its slot first, or, with none free within
+   * the pacer's horizon, sends nothing and answers when to try again (`later`).
+   */
+  async function send(
+    claim: Claim,
+  ): Promise<{ startedAt: Date; outcome: AttemptOutcome; later?: undefined } | { later: Date }> {
+    if (claim.endpoint_id) {
+      const pace = await pacer.pace(claim.endpoint_id, now());
+      if (pace && 'dueAt' in pace) return { later: pace.dueAt };
+      const wait = pace ? pace.sendAt.getTime() - now().getTime() : 0;
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
     // Standard Webhooks headers: the same webhook-id at every attempt, a fresh timestamp and
     // signature each time. The body stays exactly as written, checksum included.
     const signature = await keyring.sign(
@@ -198,11 +212,18 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     held.slotTaken(claim);
     let freed = false;
     const done = send(claim)
-      .then(({ startedAt, outcome }) => {
+      .then((sent) => {
         freed = true;
         freeSlot(claim);
+        // No slot of its endpoint's rate limit: given back, due when one may be free.
+        const later = sent.later;
+        if (later) {
+          return database.delivery(async (db) => {
+            await releaseClaims(db, [claim], later);
+          });
+        }
         // The claim stays in flight (its lease renewed, never claimed again here) until recorded.
-        return record(claim, startedAt, outcome);
+        return record(claim, sent.startedAt, sent.outcome);
       })
       .catch((error: unknown) =>
         // Reading the signing secrets or recording the attempt failed: the claim's lease ends

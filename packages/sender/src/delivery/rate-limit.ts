@@ -1,0 +1,86 @@
+// The per-endpoint rate limit (`rate_limit_per_second`), held across sender instances the way the
+// per-URL limit is: in the database. Each endpoint row keeps `next_send_at`, the earliest time its
+// next attempt may start; an attempt takes the slot at that time (or now, if later) and moves it
+// one interval on, in one statement under the row's lock, so two instances never take one slot
+// (docs/decisions.md, "A rate limit per endpoint").
+import { sql } from 'kysely';
+import type { Database } from '../db/database.js';
+
+/** How far ahead an attempt may take a slot and wait for it in this process: 1 s. */
+export const RATE_HORIZON_MS = 1000;
+/** How long this process keeps an endpoint's limit (or its having none) before reading it again: 5 s. */
+export const RATE_CACHE_MS = 5000;
+
+/** What an attempt to a rate-limited endpoint does: start at `sendAt`, or go back until `dueAt`. */
+export type Pace = { sendAt: Date } | { dueAt: Date };
+
+/** The rate limiter of one delivery worker. */
+export interface EndpointPacer {
+  /**
+   * The pace of one attempt to `endpointId` at `at`: undefined when the endpoint has no limit
+   * (or is gone), else a slot within {@link RATE_HORIZON_MS} (taken), or the time to try again.
+   */
+  pace(endpointId: string, at: Date): Promise<Pace | undefined>;
+}
+
+/**
+ * Creates a worker's pacer: the endpoints' limits are read at most every {@link RATE_CACHE_MS}
+ * (so an attempt to an endpoint without a limit costs no statement), and a limited endpoint's slot
+ * is taken in the database.
+ *
+ * @example
+ * ```ts
+ * const pace = await createEndpointPacer(database).pace(claim.endpoint_id, new Date());
+ * ```
+ */
+export function createEndpointPacer(database: Database): EndpointPacer {
+  const limits = new Map<string, { limited: boolean; readAt: number }>();
+
+  async function limited(endpointId: string): Promise<boolean> {
+    const cached = limits.get(endpointId);
+    if (cached && Date.now() - cached.readAt < RATE_CACHE_MS) return cached.limited;
+    const row = await database.delivery((db) =>
+      db
+        .selectFrom('webhook_endpoints')
+        .select('rate_limit_per_second')
+        .where('id', '=', endpointId)
+        .executeTakeFirst(),
+    );
+    const isLimited = row?.rate_limit_per_second != null;
+    if (limits.size > 10_000) limits.clear();
+    limits.set(endpointId, { limited: isLimited, readAt: Date.now() });
+    return isLimited;
+  }
+
+  return {
+    async pace(endpointId, at) {
+      if (!(await limited(endpointId))) return undefined;
+      const horizon = new Date(at.getTime() + RATE_HORIZON_MS);
+      const { rows } = await database.delivery((db) =>
+        sql<{ rate: number | null; free_at: Date; granted: boolean }>`
+          with cur as (
+            select id, rate_limit_per_second as rate,
+                   greatest(coalesce(next_send_at, ${at}::timestamptz), ${at}::timestamptz) as free_at
+            from webhook_endpoints where id = ${endpointId}::uuid
+            for update
+          ),
+          taken as (
+            update webhook_endpoints e
+            set next_send_at = cur.free_at + (1000.0 / cur.rate) * interval '1 millisecond'
+            from cur
+            where e.id = cur.id and cur.rate is not null and cur.free_at < ${horizon}::timestamptz
+            returning e.id
+          )
+          select cur.rate, cur.free_at, exists (select from taken) as granted from cur`.execute(db),
+      );
+      const row = rows[0];
+      if (!row || row.rate === null) {
+        limits.set(endpointId, { limited: false, readAt: Date.now() });
+        return undefined;
+      }
+      const freeAt = new Date(row.free_at);
+      if (row.granted) return { sendAt: freeAt };
+      return { dueAt: new Date(freeAt.getTime() - RATE_HORIZON_MS) };
+    },
+  };
+}
