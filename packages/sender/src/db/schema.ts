@@ -191,6 +191,20 @@ export interface EndpointSigningSecretsTable {
 }
 
 /**
+ * An endpoint's current run of failed attempts (migration 0013): a row only while every attempt to
+ * it since `failing_since` failed. Kept by the attempt-record statement, read by the sweeper.
+ */
+export interface EndpointFailuresTable {
+  endpoint_id: string;
+  failing_since: Date;
+  last_failure_at: Date;
+  /** Failed attempts since `failing_since`. */
+  attempts: number;
+  /** The highest warning level logged for this run: 0, 50, 75 or 90. */
+  warned: ColumnType<number, number | undefined, number>;
+}
+
+/**
  * The typed schema of the sender's database, one table a key; migrations in `migrations.ts`
  * create it.
  *
@@ -215,4 +229,5 @@ export interface Schema {
   dashboard_sessions: DashboardSessionsTable;
   webhook_endpoints: WebhookEndpointsTable;
   endpoint_signing_secrets: EndpointSigningSecretsTable;
+  endpoint_failures: EndpointFailuresTable;
 }
