@@ -22,6 +22,7 @@ export const SNIPPET_READMES = [
   'packages/express/README.md',
   'packages/koa/README.md',
   'packages/fastify/README.md',
+  'packages/web/README.md',
   'packages/redis/README.md',
   'packages/sender/README.md',
 ];
