@@ -1,7 +1,12 @@
 // @module-tag process
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { createContext, runInContext } from 'node:vm';
 import { gzipSync } from 'node:zlib';
 import {
@@ -131,6 +136,7 @@ describe('core bundled for the browser', () => {
       signingSecrets: [secret],
       signingPublicKeys: [pair.publicKey],
       requireSignature: true,
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
     }) as {
       onAny(handler: (event: { event: string }) => void): void;
       handle(
@@ -195,4 +201,83 @@ describe('core bundled for the browser', () => {
       expect(gzip, weights(meta)).toBeLessThanOrEqual(30 * 1024);
     },
   );
+});
+
+/*
+ * Bun and Deno have node:crypto, so core takes the Node path there by default; the Web path must
+ * hold there too. The browser bundle runs on each runtime's binary, verifying the same requests
+ * both ways (`crypto: 'auto'` and `'web'`), and prints its verdicts for this process to compare.
+ */
+describe.each([
+  ['bun', [src('../node_modules/.bin/bun'), 'run']],
+  ['deno', [src('../node_modules/.bin/deno'), 'run', '--quiet', '--no-prompt']],
+] as const)('core bundled, on %s', (runtime, command) => {
+  it('verifies checksums, v1 and v1a signatures on both paths, with the verdicts of Node', async () => {
+    const { text } = await bundle(
+      `export { createReceiver, verifyChecksumAsync, verifyWebhookSignatureAsync, readSignatureHeaders, signWebhookV1a } from '@payhook/core';`,
+      'esm',
+    );
+    const BIZ = '5b1e1f0a-0c3d-4a8e-9e51-3f0d2c6a7b19';
+    const secret = generateSigningSecret();
+    const pair = generateSigningKeyPair();
+    const body = JSON.stringify(createTestEvent('payment.session.succeeded', BIZ));
+    const forged = body.replace('"amount":', '"amount":1');
+    const v1 = signWebhook({ id: 'evt_1', body, secrets: [secret] });
+    const v1a = signWebhookV1a({ id: 'evt_1', body, secretKeys: [pair.secretKey] });
+    const cases = [
+      { body, headers: v1 },
+      { body, headers: v1a },
+      { body: forged, headers: v1 },
+      { body: forged, headers: v1a },
+      { body, headers: { ...v1a, 'webhook-id': 'evt_2' } },
+      { body, headers: {} },
+    ];
+    const script = `
+      import * as core from './core.mjs';
+      const cases = ${JSON.stringify(cases)};
+      const out = [];
+      for (const crypto of ['auto', 'web']) {
+        const receiver = core.createReceiver({
+          businessIds: [${JSON.stringify(BIZ)}], allowAnyIp: true, crypto, recoveryIntervalMs: 0,
+          signingSecrets: [${JSON.stringify(secret)}], signingPublicKeys: [${JSON.stringify(pair.publicKey)}],
+          requireSignature: true, logger: { debug() {}, info() {}, warn() {}, error() {} },
+        });
+        for (const c of cases) {
+          const checksum = await core.verifyChecksumAsync({ rawBody: c.body }, { businessIds: [${JSON.stringify(BIZ)}], crypto });
+          const signature = await core.verifyWebhookSignatureAsync(core.readSignatureHeaders(c.headers), c.body, {
+            secrets: [${JSON.stringify(secret)}], publicKeys: [${JSON.stringify(pair.publicKey)}], crypto,
+          });
+          const answer = await receiver.handle({ method: 'POST', contentType: 'application/json', headers: c.headers, rawBody: c.body, remoteAddress: '127.0.0.1' });
+          await answer.afterResponse?.();
+          out.push({ crypto, checksum: checksum.ok || checksum.error.code, signature: signature.ok ? signature.scheme : signature.error.code, status: answer.status });
+        }
+        await receiver.idle();
+        await receiver.close();
+      }
+      console.log(JSON.stringify(out));
+    `;
+    const dir = await mkdtemp(join(tmpdir(), `payhook-${runtime}-`));
+    try {
+      await writeFile(join(dir, 'core.mjs'), text);
+      await writeFile(join(dir, 'main.mjs'), script);
+      const [bin, ...args] = command;
+      const { stdout } = await promisify(execFile)(bin, [...args, join(dir, 'main.mjs')], {
+        cwd: dir,
+        timeout: 60_000,
+      });
+      const expected = [
+        { checksum: true, signature: 'v1', status: 200 },
+        { checksum: true, signature: 'v1a', status: 200 },
+        { checksum: 'invalid_checksum', signature: 'invalid_signature', status: 401 },
+        { checksum: 'invalid_checksum', signature: 'invalid_signature', status: 401 },
+        { checksum: true, signature: 'invalid_signature', status: 401 },
+        { checksum: true, signature: 'invalid_signature', status: 401 },
+      ];
+      expect(JSON.parse(stdout.trim().split('\n').at(-1) as string)).toEqual(
+        ['auto', 'web'].flatMap((crypto) => expected.map((row) => ({ crypto, ...row }))),
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
