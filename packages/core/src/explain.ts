@@ -1,8 +1,10 @@
-import { base64Of, utf8Slice } from './bytes.js';
+import { base64Of, joinBytes, utf8Bytes, utf8Slice } from './bytes.js';
 import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
 import { type AppliedCanonicalization, candidateMessages, hmacHex, type VerifyOptions } from './checksum.js';
 import { parseEnvelope, type VerifyInput } from './envelope.js';
 import { isPayhookError, PayhookError } from './errors.js';
+import { hmacWeb } from './hmac-web.js';
+import { type CryptoPath, resolveCryptoPath } from './platform.js';
 import {
   DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
   isTimestampText,
@@ -86,15 +88,63 @@ const CONTEXT = 24;
  * ```
  */
 export function explainChecksumMismatch(input: VerifyInput, options: ExplainOptions): ChecksumExplanation {
-  const explanation = explainChecksum(input, options);
+  return explainWith(input, options, nodeDigests);
+}
+
+/** The HMACs an explanation shows: the checksum of a string, the `v1` signature of a request. */
+interface Digests {
+  checksum(message: string, businessId: string): string;
+  signature(key: Uint8Array, id: string, timestamp: string, body: string | Uint8Array): string;
+}
+
+const nodeDigests: Digests = {
+  checksum: hmacHex,
+  signature: (key, id, timestamp, body) => base64Of(signatureDigest(key, id, timestamp, body)),
+};
+
+function explainWith(input: VerifyInput, options: ExplainOptions, digests: Digests): ChecksumExplanation {
+  const explanation = explainChecksum(input, options, digests);
   if (!options.signature) return explanation;
   const { headers, ...rest } = options.signature;
   const body = input.rawBody ?? JSON.stringify(input.payload);
-  const signature = explainSignature(readSignatureHeaders(headers), body, rest);
+  const signature = explainSignatureWith(readSignatureHeaders(headers), body, rest, digests);
   return { ...explanation, ok: explanation.ok && signature.ok, signature };
 }
 
-function explainChecksum(input: VerifyInput, options: VerifyOptions): ChecksumExplanation {
+/**
+ * {@link explainChecksumMismatch} on every runtime: the HMACs on Web Crypto where node:crypto is
+ * missing (or with `crypto: 'web'`). The same explanation.
+ */
+export async function explainChecksumMismatchAsync(
+  input: VerifyInput,
+  options: ExplainOptions & { crypto?: CryptoPath | undefined },
+): Promise<ChecksumExplanation> {
+  if (resolveCryptoPath(options.crypto) === 'node') return explainChecksumMismatch(input, options);
+  // Once to learn which HMACs it shows (computed meanwhile on Web Crypto), once to show them.
+  const done = new Map<string, string>();
+  const pending: Promise<unknown>[] = [];
+  const hex = (d: Uint8Array) => Array.from(d, (b) => b.toString(16).padStart(2, '0')).join('');
+  const want = (key: string, digest: () => Promise<string>) => {
+    if (!done.has(key)) {
+      done.set(key, '');
+      pending.push(digest().then((value) => done.set(key, value)));
+    }
+    return done.get(key) as string;
+  };
+  const web: Digests = {
+    checksum: (message, id) =>
+      want(`c\u0000${id}\u0000${message}`, async () => hex(await hmacWeb(id, utf8Bytes(message)))),
+    signature: (key, id, timestamp, body) =>
+      want(`s\u0000${base64Of(key)}\u0000${id}\u0000${timestamp}`, async () =>
+        base64Of(await hmacWeb(key, joinBytes(`${id}.${timestamp}.`, body))),
+      ),
+  };
+  explainWith(input, options, web);
+  await Promise.all(pending);
+  return explainWith(input, options, web);
+}
+
+function explainChecksum(input: VerifyInput, options: VerifyOptions, digests: Digests): ChecksumExplanation {
   const mode = options.canonicalization ?? (input.rawBody !== undefined ? 'auto' : 'jcs');
   let envelope: ReturnType<typeof parseEnvelope>;
   try {
@@ -116,7 +166,7 @@ function explainChecksum(input: VerifyInput, options: VerifyOptions): ChecksumEx
     try {
       const message = candidate.message();
       const attempts = options.businessIds.map((businessId) => {
-        const checksum = hmacHex(message, businessId);
+        const checksum = digests.checksum(message, businessId);
         return { businessId, checksum, matches: checksum === received };
       });
       candidates.push({ canonicalization: candidate.canonicalization, message, attempts });
@@ -251,6 +301,15 @@ export function explainSignature(
   body: string | Uint8Array,
   options: VerifySignatureOptions,
 ): SignatureExplanation {
+  return explainSignatureWith(received, body, options, nodeDigests);
+}
+
+function explainSignatureWith(
+  received: ReceivedSignature,
+  body: string | Uint8Array,
+  options: VerifySignatureOptions,
+  digests: Digests,
+): SignatureExplanation {
   const { id, timestamp, signature } = received;
   const listed = signature ? signature.split(' ').filter(Boolean) : [];
   if (!id || !timestamp || !signature) {
@@ -278,7 +337,7 @@ export function explainSignature(
       secrets.push({ index, secretPrefix: '(invalid secret)', expected: '', matches: false });
       return;
     }
-    const expected = `v1,${base64Of(signatureDigest(key.key, id, timestamp, body))}`;
+    const expected = `v1,${digests.signature(key.key, id, timestamp, body)}`;
     secrets.push({
       index,
       secretPrefix: `${key.secret.slice(0, SIGNING_SECRET_PREFIX.length + 4)}...`,

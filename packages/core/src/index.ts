@@ -98,6 +98,7 @@ export type {
 } from './explain.js';
 export {
   explainChecksumMismatch,
+  explainChecksumMismatchAsync,
   explainSignature,
   formatMismatch,
   formatSignatureExplanation,

@@ -4,6 +4,8 @@ import {
   computeChecksum,
   computeChecksumAsync,
   encodeEnvelope,
+  explainChecksumMismatch,
+  explainChecksumMismatchAsync,
   generateSigningSecret,
   readSignatureHeaders,
   signWebhook,
@@ -186,5 +188,30 @@ describe('Standard Webhooks signatures on Web Crypto', () => {
       ],
     ];
     for (const [headers, b, secrets] of rows) await both(headers, b, secrets);
+  });
+});
+
+describe('explanations on Web Crypto', () => {
+  it('explain a checksum and a signature exactly as the Node path does', async () => {
+    const secret = generateSigningSecret();
+    const event = createTestEvent('payment.session.succeeded', BIZ);
+    const body = JSON.stringify(event);
+    const signed = signWebhook({ id: 'evt_x', body, secrets: [secret] });
+    const rows = [
+      { rawBody: body, businessIds: [BIZ], headers: signed },
+      { rawBody: body, businessIds: [OTHER, 'é'], headers: { ...signed, 'webhook-id': 'evt_y' } },
+      { rawBody: body.replace('"amount":', '"amount": '), businessIds: [BIZ], headers: signed },
+      { rawBody: 'not json', businessIds: [BIZ], headers: {} },
+    ];
+    for (const { rawBody, businessIds, headers } of rows) {
+      const options = {
+        businessIds,
+        signature: { headers, secrets: [secret, generateSigningSecret()], now: Date.now() },
+      };
+      const node = explainChecksumMismatch({ rawBody }, options);
+      const web = await explainChecksumMismatchAsync({ rawBody }, { ...options, crypto: 'web' });
+      expect(web).toEqual(node);
+    }
+    expect(explainChecksumMismatch({ rawBody: body }, { businessIds: [BIZ] }).ok).toBe(true);
   });
 });
