@@ -10,6 +10,9 @@
  * - payhook's Standard Webhooks signature alone, and checksum + signature (what a receiver with
  *   `signingSecrets` does), on the sender's raw body;
  * - stripe.webhooks.constructEvent, standardwebhooks Webhook.verify, @octokit/webhooks-methods verify.
+ * Then, on Node, Bun and Deno each (bench/verify-runtime.mjs in a child process of that runtime):
+ * payhook's checksum and signature on Web Crypto (its path where node:crypto is missing), on its
+ * default path, and standardwebhooks' verify, side by side on the same runtime.
  *
  * Targets: every checksum row at least 2x the naive verify of the same body (the row "other order +
  * spaces" against the naive verify of that body, the others against the sender's encoding), as the
@@ -17,7 +20,12 @@
  * checksum + signature costs at most 1.3x the checksum alone and is at least 1x the standardwebhooks
  * package's verify. Each row's verdict is printed, and the JSON keeps every row's ops/s and ratios.
  */
+import { execFileSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { sign as octokitSign, verify as octokitVerify } from '@octokit/webhooks-methods';
 import {
   computeChecksum,
@@ -212,12 +220,62 @@ for (const size of [1_000, 10_000, 100_000]) {
   }
 }
 
+/** One runtime's rows from bench/verify-runtime.mjs: ops/s by body size, then by verifier. */
+interface RuntimeRun {
+  runtime: string;
+  version: string;
+  results: Record<string, Record<string, number>>;
+}
+
+// Each runtime runs the same script in bench/, where its packages resolve from node_modules (Deno
+// reads them there too, next to bench/package.json); Deno with a fresh DENO_DIR and nothing fetched.
+const benchDir = fileURLToPath(new URL('./', import.meta.url));
+const bin = (name: string) => fileURLToPath(new URL(`../node_modules/.bin/${name}`, import.meta.url));
+const denoDir = mkdtempSync(join(tmpdir(), 'payhook-bench-deno-'));
+const runtimeCommands: [string, string, string[]][] = [
+  ['node', process.execPath, ['verify-runtime.mjs']],
+  ['bun', bin('bun'), ['verify-runtime.mjs']],
+  ['deno', bin('deno'), ['run', '--allow-read', '--allow-env', '--no-prompt', 'verify-runtime.mjs']],
+];
+const runtimes: Record<string, RuntimeRun> = {};
+const runtimeRows: string[][] = [];
+try {
+  for (const [name, command, args] of runtimeCommands) {
+    const out = execFileSync(command, args, {
+      cwd: benchDir,
+      env: { ...process.env, DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: '1' },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const run = JSON.parse(out.trim().split('\n').at(-1) as string) as RuntimeRun;
+    runtimes[name] = run;
+    for (const [size, verifiers] of Object.entries(run.results)) {
+      const swhOps = verifiers[SWH] as number;
+      for (const [verifier, ops] of Object.entries(verifiers)) {
+        runtimeRows.push([
+          `${run.runtime} ${run.version}`,
+          size,
+          verifier,
+          fmt(ops),
+          (ops / swhOps).toFixed(2),
+        ]);
+      }
+    }
+  }
+} finally {
+  rmSync(denoDir, { recursive: true, force: true });
+}
+
 function round2(n: number): number {
   return Math.round(n * 100) / 100;
 }
 
 printTable(['size', 'verifier', 'ops/s', 'x floor', 'x stripe', 'x naive', 'target'], rows);
-console.log(`\nresults written to ${writeResults('verify', json).replace(process.cwd(), '.')}`);
+console.log('\nOn each runtime (x standardwebhooks: against its verify on the same runtime and body):\n');
+printTable(['runtime', 'size', 'verifier', 'ops/s', 'x standardwebhooks'], runtimeRows);
+console.log(
+  `\nresults written to ${writeResults('verify', { ...json, runtimes }).replace(process.cwd(), '.')}`,
+);
 console.log(
   failures.length > 0
     ? `\nbelow target:\n${failures.join('\n')}`

@@ -42,12 +42,27 @@ const storagesOf = (r, isRun = (v) => v && typeof v === 'object') =>
   [...STORAGES, ...Object.keys(r).filter((k) => !STORAGES.includes(k))].filter((k) => isRun(r[k]));
 
 function verify(r) {
+  const { runtimes, ...sizes } = r;
   const rows = [];
-  for (const [size, verifiers] of Object.entries(r))
+  for (const [size, verifiers] of Object.entries(sizes))
     for (const [name, v] of Object.entries(verifiers))
       rows.push([size, name, int(v.opsPerSec), ratio(v.xFloor), ratio(v.xStripe), ratio(v.xNaive), v.target]);
   if (rows.length === 0) throw new Error('no rows');
-  return table(['body', 'verifier', 'verifies/s', 'x floor', 'x stripe', 'x naive', 'target'], rows);
+  const main = table(['body', 'verifier', 'verifies/s', 'x floor', 'x stripe', 'x naive', 'target'], rows);
+  if (!runtimes) return main;
+  // bench/verify-runtime.mjs on each runtime: x standardwebhooks is against its verify there.
+  const runtimeRows = [];
+  for (const run of Object.values(runtimes))
+    for (const [size, verifiers] of Object.entries(run.results))
+      for (const [name, ops] of Object.entries(verifiers))
+        runtimeRows.push([
+          `${run.runtime} ${run.version}`,
+          size,
+          name,
+          int(ops),
+          ratio(ops / verifiers['standardwebhooks verify']),
+        ]);
+  return `${main}\n\nOn each runtime, the same body verified by payhook on Web Crypto (its path where node:crypto is missing), on its default path, and by the standardwebhooks package (x standardwebhooks: against its verify on that runtime):\n\n${table(['runtime', 'body', 'verifier', 'verifies/s', 'x standardwebhooks'], runtimeRows)}`;
 }
 
 function http(r) {
