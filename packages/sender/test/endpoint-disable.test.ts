@@ -317,13 +317,19 @@ describe.each(['pglite', 'postgres'] as const)(
       receivers.push(receiver);
       const endpoint = (await call('POST', '/webhook-endpoints', { url: receiver.url })).body.data;
       const w = worker();
+      // A delivery waiting when the endpoint is disabled is held at once, still pending.
+      const waiting = await makeEvent();
       const disabled = await call('PATCH', `/webhook-endpoints/${endpoint.id}`, { status: 'disabled' });
       expect(disabled.body.data).toMatchObject({ status: 'disabled', disabled_reason: 'manual' });
+      const [held] = await deliveriesTo(endpoint.id);
+      expect(held).toMatchObject({ event_id: waiting, status: 'pending', attempts: 0 });
+      expect(new Date(held?.next_attempt_at as Date).getTime()).toBe(HELD_UNTIL.getTime());
       await makeEvent(); // no delivery: it was made while the endpoint was disabled
       const recovered = await call('POST', `/webhook-endpoints/${endpoint.id}/recover`, {
         since: new Date(Date.now() - HOUR).toISOString(),
       });
-      expect(recovered.body.data.queued).toBeGreaterThanOrEqual(1);
+      // The waiting one (never attempted) and the one made while disabled.
+      expect(recovered.body.data.queued).toBe(2);
       clock.set(new Date(Math.max(clock.now().getTime(), Date.now() + 1000)));
       await w.runDue();
       expect(receiver.received).toHaveLength(0);

@@ -4,7 +4,7 @@ import type { Schema } from '../db/schema.js';
 import { isoMicros } from '../timestamps.js';
 import type { WorkerLogger } from './logger.js';
 import { type FailureRow, failuresOf, forgetFailures } from './sql/endpoint-failures.js';
-import { resumeHeldDeliveries } from './sql/held-deliveries.js';
+import { holdDeliveries, resumeHeldDeliveries } from './sql/held-deliveries.js';
 
 /** The shares of the failing period at which an endpoint is warned about, in percent. */
 export const WARNING_LEVELS = [50, 75, 90] as const;
@@ -134,12 +134,16 @@ export async function checkFailingEndpoints(
     const percent = percentOf(row, rule, now);
     const context = { endpoint: row.endpoint_id, url: row.url, business: row.business_id, mode: row.mode };
     if (percent >= 100 && row.attempts >= rule.minAttempts) {
-      const disabled = await sql<{ id: string }>`update webhook_endpoints
-        set status = 'disabled', disabled_reason = 'failing', disabled_at = ${now}, updated_at = ${now}
-        where id = ${row.endpoint_id}::uuid and status = 'enabled'
-          and exists (select 1 from endpoint_failures f
-                      where f.endpoint_id = ${row.endpoint_id}::uuid and f.failing_since <= ${new Date(now.getTime() - rule.afterMs)})
-        returning id`.execute(db);
+      const disabled = await db.transaction().execute(async (tx) => {
+        const changed = await sql<{ id: string }>`update webhook_endpoints
+          set status = 'disabled', disabled_reason = 'failing', disabled_at = ${now}, updated_at = ${now}
+          where id = ${row.endpoint_id}::uuid and status = 'enabled'
+            and exists (select 1 from endpoint_failures f
+                        where f.endpoint_id = ${row.endpoint_id}::uuid and f.failing_since <= ${new Date(now.getTime() - rule.afterMs)})
+          returning id`.execute(tx);
+        if (changed.rows.length > 0) await holdDeliveries(tx, row.endpoint_id);
+        return changed;
+      });
       if (disabled.rows.length > 0) {
         done.disabled.push({ endpointId: row.endpoint_id, url: row.url });
         log.warn(
@@ -205,4 +209,20 @@ export async function resumeEndpoint(
   const resumed = await resumeHeldDeliveries(tx, endpointId, now);
   await forgetFailures(tx, endpointId);
   return resumed;
+}
+
+/**
+ * What disabling an endpoint does beside its status, in the transaction that changes it: its
+ * pending deliveries are held (see `holdDeliveries`). Returns how many.
+ *
+ * @example
+ * ```ts
+ * await db.transaction().execute(async (tx) => {
+ *   await updateEndpoint(tx, owner, id, { status: 'disabled' });
+ *   await holdEndpoint(tx, id);
+ * });
+ * ```
+ */
+export function holdEndpoint(tx: Transaction<Schema> | Kysely<Schema>, endpointId: string): Promise<number> {
+  return holdDeliveries(tx, endpointId);
 }

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
-import { resumeEndpoint } from '../delivery/endpoint-health.js';
+import { holdEndpoint, resumeEndpoint } from '../delivery/endpoint-health.js';
 import { forgetFailures } from '../delivery/sql/endpoint-failures.js';
 import { normalizeFilter } from '../endpoints/filter.js';
 import {
@@ -263,7 +263,10 @@ export const webhookEndpointRoutes: FastifyPluginAsync<{
         });
         if (updated && body.status === 'enabled' && current.status === 'disabled') {
           await resumeEndpoint(tx, updated.id, now());
-        } else if (updated && body.url !== undefined && body.url !== current.url) {
+        } else if (updated && body.status === 'disabled' && current.status === 'enabled') {
+          await holdEndpoint(tx, updated.id);
+        }
+        if (updated && body.url !== undefined && body.url !== current.url) {
           // Another URL is another receiver: the failures of the old one are not its own.
           await forgetFailures(tx, updated.id);
         }

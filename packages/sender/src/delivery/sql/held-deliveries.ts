@@ -35,6 +35,31 @@ export function endpointDisabledLocked(alias: string): RawBuilder<SqlBool> {
 }
 
 /**
+ * Holds the pending deliveries of an endpoint being disabled, in the transaction that disables
+ * it: each one not claimed now is due at {@link HELD_UNTIL}. Claims hold any others as they come
+ * due (one in flight now, recorded after); holding them here at once spares the claims a backlog
+ * of the endpoint's due rows to hold a claim's worth at a time. Returns how many it held.
+ *
+ * @example
+ * ```ts
+ * await db.transaction().execute(async (tx) => holdDeliveries(tx, endpoint.id));
+ * ```
+ */
+export async function holdDeliveries(
+  tx: Transaction<Schema> | Kysely<Schema>,
+  endpointId: string,
+): Promise<number> {
+  const { rows } = await sql<{ held: string }>`with h as (
+      update deliveries set next_attempt_at = ${HELD_UNTIL}
+      where status = 'pending' and next_attempt_at < ${HELD_UNTIL} and claim_token is null
+        and endpoint_id = ${endpointId}::uuid
+      returning 1
+    )
+    select count(*)::text as held from h`.execute(tx);
+  return Number(rows[0]?.held ?? 0);
+}
+
+/**
  * Resumes the deliveries held while an endpoint was disabled, in the caller's transaction (the one
  * that enables it): each is due at `now`, and its 48 hours count again from `now` (its first
  * attempt time is moved there; one never attempted keeps none, and its 48 hours start at its
