@@ -199,7 +199,7 @@ describe.each(['pglite', 'postgres'] as const)(
                   enabledEvents: e.filter,
                 });
                 if (!e.enabled) await updateEndpoint(tx, owner, row.id, { status: 'disabled' });
-                made.push({ id: row.id, ...e });
+                made.push({ id: row.id, filter: [...e.filter], enabled: e.enabled });
               }
               return made;
             });
