@@ -16,6 +16,13 @@
  * warm-up, then BENCH_DURATION seconds (default 8) with 10 connections, bare first. Every request
  * is the same realistic session body (bank_account, NGN 150,000, a customer object and
  * metadata.order) without a reference: the sender generates one, and so does the bare route.
+ *
+ * Then the cost of webhook endpoints' filters, which the session's statement checks when it fans
+ * the event out: the sender again (a new child on the same database), first with one endpoint of
+ * the business taking `payment.session.created` (one delivery row a session), then with 10,000
+ * endpoints in the table (9,980 of 499 other businesses, and 19 more of this business whose
+ * filters leave the event out), still one delivery row a session. Same request, same rows
+ * written: the difference is the filter check.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -25,6 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { buildApp, loadConfig, openDatabase } from '@payhook/sender';
 import autocannon from 'autocannon';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 
 import {
   BENCH_BUSINESS_ID,
@@ -72,6 +80,9 @@ const BODY = JSON.stringify({
 });
 
 type Storage = 'postgres' | 'pglite';
+/** The endpoints a child adds before serving: none, one taking the event, or the 10,000. */
+type Scenario = 'none' | 'one' | 'filtered';
+const CREATED = 'payment.session.created';
 type Counts = { payments: number; events: number; deliveries: number; customers: number };
 
 /** The bare route: one INSERT of a row shaped like the sender's (same columns, similar `data`). */
@@ -115,10 +126,32 @@ function bareApp(db: Awaited<ReturnType<typeof openDatabase>>['db']): FastifyIns
 }
 
 /** Child process: opens the database, serves the sender and the bare route, prints both ports. */
-async function serve(storage: Storage, where: string): Promise<void> {
+async function serve(storage: Storage, where: string, scenario: Scenario): Promise<void> {
   const database = await openDatabase(
     storage === 'postgres' ? { url: DATABASE_URL, schema: where } : { dataDir: where },
   );
+  if (scenario === 'one') {
+    await database.db
+      .insertInto('webhook_endpoints')
+      .values({
+        business_id: BENCH_BUSINESS_ID,
+        mode: 'test',
+        url: 'https://merchant.example/hooks',
+        enabled_events: JSON.stringify([CREATED]),
+        account_secrets: true,
+      })
+      .execute();
+  } else if (scenario === 'filtered') {
+    // 19 more of this business that leave the event out, and 9,980 of other businesses.
+    await sql`insert into webhook_endpoints (business_id, mode, url, enabled_events, account_secrets)
+      select ${BENCH_BUSINESS_ID}, 'test', 'https://merchant.example/other/' || g,
+             case when g % 2 = 0 then '["payment.session.failed"]'::jsonb
+                  else '["payment.session.succeeded"]'::jsonb end, true
+      from generate_series(1, 19) g`.execute(database.db);
+    await sql`insert into webhook_endpoints (business_id, mode, url, account_secrets)
+      select 'bench-other-' || (g / 20), 'test', 'https://other-' || g || '.example/', true
+      from generate_series(1, 9980) g`.execute(database.db);
+  }
   const config = {
     ...loadConfig({}),
     apiKeys: [{ key: API_KEY, businessId: BENCH_BUSINESS_ID, mode: 'test' as const }],
@@ -154,9 +187,9 @@ async function serve(storage: Storage, where: string): Promise<void> {
   });
 }
 
-async function start(storage: Storage, where: string) {
+async function start(storage: Storage, where: string, scenario: Scenario) {
   const script = fileURLToPath(import.meta.url);
-  const child = spawn(process.execPath, ['--import', 'tsx', script, 'serve', storage, where], {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, 'serve', storage, where, scenario], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
@@ -195,9 +228,12 @@ function load(port: number, duration: number) {
 
 type Result = { rps: number; p50: number; p99: number; requests: number; non2xx: number; errors: number };
 
-async function measure(storage: Storage, where: string): Promise<Record<'bare' | 'sender', Result> & Counts> {
+type Filtered = { one: Result; filtered: Result; endpoints: number };
+type Measured = Record<'bare' | 'sender', Result> & Counts & { endpoints: Filtered };
+
+async function measure(storage: Storage, where: string): Promise<Measured> {
   const server: { child: ChildProcess; ports: { sender: number; bare: number }; stop(): Promise<Counts> } =
-    await start(storage, where);
+    await start(storage, where, 'none');
   const out: Partial<Record<'bare' | 'sender', Result>> = {};
   try {
     for (const route of ['bare', 'sender'] as const) {
@@ -216,14 +252,39 @@ async function measure(storage: Storage, where: string): Promise<Record<'bare' |
     server.child.kill('SIGTERM');
     throw error;
   }
-  const counts = await server.stop();
-  return { ...(out as Record<'bare' | 'sender', Result>), ...counts };
+  await server.stop();
+  const endpoints: Partial<Record<'one' | 'filtered', Result>> = {};
+  let counts: Counts | undefined;
+  for (const scenario of ['one', 'filtered'] as const) {
+    const child = await start(storage, where, scenario);
+    try {
+      await load(child.ports.sender, 1); // warm-up
+      const r = await load(child.ports.sender, DURATION);
+      endpoints[scenario] = {
+        rps: r.requests.average,
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        requests: r.requests.total,
+        non2xx: r.non2xx,
+        errors: r.errors,
+      };
+    } catch (error) {
+      child.child.kill('SIGTERM');
+      throw error;
+    }
+    counts = await child.stop();
+  }
+  return {
+    ...(out as Record<'bare' | 'sender', Result>),
+    ...(counts as Counts),
+    endpoints: { ...(endpoints as Record<'one' | 'filtered', Result>), endpoints: 10_000 },
+  };
 }
 
 async function main(): Promise<void> {
   console.log(
     `POST /payment-sessions (${BODY.length}-byte body), ${DURATION} s per run, ${CONNECTIONS} connections; ` +
-      'no webhook URL registered, so no delivery rows are written\n',
+      'first no webhook endpoint, so no delivery rows are written\n',
   );
   const results = await onEachStorage('sender', measure);
 
@@ -246,6 +307,25 @@ async function main(): Promise<void> {
     }
   }
   printTable(['storage', 'route', 'sessions/s', 'p50', 'p99', 'failed', 'x sessions/s', 'x p99'], rows);
+  const filterRows: string[][] = [];
+  for (const storage of ['postgres', 'pglite'] as const) {
+    const r = results[storage];
+    if (!r) continue;
+    for (const scenario of ['one', 'filtered'] as const) {
+      const x = r.endpoints[scenario];
+      filterRows.push([
+        storage === 'postgres' ? 'PostgreSQL' : 'PGlite',
+        scenario === 'one' ? '1' : '10,000',
+        Math.round(x.rps).toLocaleString('en-US'),
+        `${x.p50} ms`,
+        `${x.p99} ms`,
+        String(x.non2xx + x.errors),
+        (x.rps / r.endpoints.one.rps).toFixed(2),
+      ]);
+    }
+  }
+  console.log('\nwith webhook endpoints (one delivery row a session either way):');
+  printTable(['storage', 'endpoints', 'sessions/s', 'p50', 'p99', 'failed', 'x 1 endpoint'], filterRows);
   for (const storage of ['postgres', 'pglite'] as const) {
     const r = results[storage];
     if (r)
@@ -268,6 +348,6 @@ async function main(): Promise<void> {
     );
 }
 
-const [command, storage, where] = process.argv.slice(2);
-if (command === 'serve') await serve(storage as Storage, where as string);
+const [command, storage, where, scenario] = process.argv.slice(2);
+if (command === 'serve') await serve(storage as Storage, where as string, (scenario ?? 'none') as Scenario);
 else await main();
