@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { CompiledQuery, sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { PREPARE } from '../src/db/database.js';
 import { writeEventStatement } from '../src/delivery/delivery-state.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
@@ -37,9 +38,7 @@ describe.each(['postgres', 'pglite'] as const)(
           payload: '{}',
         });
         const explained = await db.executeQuery(
-          CompiledQuery.raw(`explain ${statement.sql.replace(/^\s*\/\*[^]*?\*\/\s*/, '')}`, [
-            ...statement.parameters,
-          ]),
+          CompiledQuery.raw(`explain ${statement.sql.replace(PREPARE, '')}`, [...statement.parameters]),
         );
         const plan = explained.rows.map((r) => Object.values(r as object)[0]).join('\n');
         expect(plan).toMatch(
