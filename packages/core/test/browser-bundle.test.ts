@@ -17,6 +17,7 @@ import {
   signWebhookV1a,
 } from '@payhook/core';
 import { createTestEvent } from '@payhook/core/testing';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
 // Core bundled as a browser or a Worker bundles it (esbuild, platform "browser"): no `node:`
@@ -182,6 +183,55 @@ describe('core bundled for the browser', () => {
     await receiver.idle();
     expect(handled).toEqual(['payment.session.succeeded', 'payment.session.failed']);
     await receiver.close();
+  });
+
+  it('does bytes as Buffer does: UTF-8 lengths, writes and reads, base64 both ways', async () => {
+    const { text } = await bundle(
+      `export { utf8Length, writeUtf8, utf8Slice, base64Of, bytesOfBase64, allocBytes } from ${JSON.stringify(src('core/src/bytes.ts'))};`,
+      'iife',
+    );
+    const realm = createContext({ TextEncoder, TextDecoder });
+    runInContext(text, realm);
+    const bytes = runInContext('bundled', realm) as {
+      utf8Length(text: string): number;
+      writeUtf8(u: Uint8Array, text: string, at: number): number;
+      utf8Slice(u: Uint8Array, start: number, end: number): string;
+      base64Of(bytes: Uint8Array): string;
+      bytesOfBase64(text: string): Uint8Array | undefined;
+      allocBytes(n: number): Uint8Array;
+    };
+    const same = (a: Uint8Array | undefined, b: Uint8Array) => a !== undefined && Buffer.from(a).equals(b);
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ unit: 'binary' }),
+          fc.string({ unit: 'grapheme' }),
+          // Any UTF-16 code units, lone surrogates included.
+          fc.array(fc.integer({ min: 0, max: 0xffff })).map((units) => String.fromCharCode(...units)),
+        ),
+        fc.uint8Array(),
+        (s, raw) => {
+          expect(bytes.utf8Length(s)).toBe(Buffer.byteLength(s));
+          const u = bytes.allocBytes(s.length * 3 + 2);
+          const n = bytes.writeUtf8(u, s, 1);
+          expect(same(u.subarray(1, 1 + n), Buffer.from(s))).toBe(true);
+          expect(bytes.utf8Slice(u, 1, 1 + n)).toBe(Buffer.from(s).toString('utf8'));
+          const b64 = Buffer.from(raw).toString('base64');
+          expect(bytes.base64Of(raw)).toBe(b64);
+          expect(same(bytes.bytesOfBase64(b64), Buffer.from(raw))).toBe(true);
+          expect(same(bytes.bytesOfBase64(b64.replace(/=+$/, '')), Buffer.from(raw))).toBe(true);
+          expect(same(bytes.bytesOfBase64(Buffer.from(raw).toString('base64url')), Buffer.from(raw))).toBe(
+            true,
+          );
+        },
+      ),
+      { numRuns: 500 },
+    );
+    for (const bad of ['a', 'ab=c', 'a===', '@@@@', 'abcd=', 'ab\ncd'])
+      expect(bytes.bytesOfBase64(bad), bad).toBeUndefined();
+    // Lone surrogates are written as U+FFFD, as Buffer writes them.
+    for (const s of ['\ud800', 'a\udc00b', '\ud800\ud800', '\udbff\udfff'])
+      expect(bytes.utf8Length(s)).toBe(Buffer.byteLength(s));
   });
 
   it.runIf(existsSync(WEB))(
