@@ -42,7 +42,9 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
     expect((await payhookCli(['serv'])).stderr).toContain('unknown command "serv". Did you mean serve?');
     const endpoints = await payhookCli(['endpoints', 'ad', 'http://localhost:3000/webhooks']);
     expect(endpoints.code).toBe(2);
-    expect(endpoints.stderr).toContain('Unknown action "ad": use add, list or remove.');
+    expect(endpoints.stderr).toContain(
+      'Unknown action "ad": use add, list, remove, disable, enable or recover.',
+    );
     const noUrl = await payhookCli(['endpoints', 'add', 'ftp://host/x', '--api-key', 'sk_test_x']);
     expect(noUrl.code).toBe(2);
     expect(noUrl.stderr).toContain('<url> must be an http(s) URL, not "ftp://host/x".');
