@@ -13,7 +13,8 @@ import {
 
 // examples/web-bun/server.mjs on Bun (the pinned `bun` package), as `bun server.mjs` runs it:
 // Bun.serve with @payhook/web's handler, the built packages.
-const bun = requireBinary(`${ROOT}node_modules/.bin/bun`, 'Bun (the bun package)');
+// The binary itself, not the package's launcher script, which would outlive a stop as its parent.
+const bun = requireBinary(`${ROOT}node_modules/bun/bin/bun.exe`, 'Bun (the bun package)');
 requireBuilt();
 
 async function start(env: Record<string, string>): Promise<RuntimeServer> {

@@ -17,7 +17,8 @@ import {
 // examples/web-deno/server.mjs on Deno (the pinned `deno` package): Deno.serve with @payhook/web's
 // handler, the built packages and their npm dependencies read from the workspace's node_modules
 // (Deno uses them as they are next to a package.json). A fresh DENO_DIR, nothing fetched.
-const deno = requireBinary(`${ROOT}node_modules/.bin/deno`, 'Deno (the deno package)');
+// The binary itself, not the package's launcher, which runs it as a child.
+const deno = requireBinary(`${ROOT}node_modules/deno/deno`, 'Deno (the deno package)');
 requireBuilt();
 const denoDir = mkdtempSync(join(tmpdir(), 'payhook-deno-'));
 afterAll(() => rmSync(denoDir, { recursive: true, force: true }));

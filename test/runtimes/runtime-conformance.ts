@@ -86,11 +86,21 @@ export async function spawnServer(
   args: string[],
   options: { cwd: string; env: Record<string, string>; ready: RegExp; timeoutMs?: number },
 ): Promise<RuntimeServer & { match: RegExpMatchArray; child: ChildProcess }> {
+  // A process group of its own, stopped as a whole: a runtime started through a wrapper (a
+  // package's launcher script) would otherwise outlive the wrapper.
   const child = spawn(command, args, {
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
+  const signal = (name: NodeJS.Signals) => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, name);
+    } catch {
+      // The group is gone already.
+    }
+  };
   let out = '';
   child.stdout?.on('data', (chunk) => {
     out += chunk;
@@ -100,10 +110,12 @@ export async function spawnServer(
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const close = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    if (child.exitCode === null && child.signalCode === null) signal('SIGTERM');
+    const timer = setTimeout(() => signal('SIGKILL'), 5000);
     await exited;
     clearTimeout(timer);
+    // Anything the server started and left behind.
+    signal('SIGKILL');
   };
   const deadline = Date.now() + (options.timeoutMs ?? 30_000);
   for (;;) {
