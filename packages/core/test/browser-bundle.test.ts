@@ -76,7 +76,8 @@ const weights = (meta: { inputs: Record<string, { bytesInOutput: number }> }) =>
 const NODE_IMPORT =
   /(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)["'](?:node:)?(?:crypto|buffer|module|http|stream|os|fs|net|url|util|zlib|events|path)["']/;
 
-describe('core bundled for the browser', () => {
+// Bundling, and generated cases: seconds each on a busy machine.
+describe('core bundled for the browser', { timeout: 60_000 }, () => {
   it('holds no import of a Node built-in and nothing external', async () => {
     const { text, meta, gzip } = await bundle("export * from '@payhook/core';", 'esm');
     expect(text).not.toMatch(NODE_IMPORT);
@@ -261,7 +262,7 @@ describe('core bundled for the browser', () => {
 describe.each([
   ['bun', [src('../node_modules/.bin/bun'), 'run']],
   ['deno', [src('../node_modules/.bin/deno'), 'run', '--quiet', '--no-prompt']],
-] as const)('core bundled, on %s', (runtime, command) => {
+] as const)('core bundled, on %s', { timeout: 90_000 }, (runtime, command) => {
   it('verifies checksums, v1 and v1a signatures on both paths, with the verdicts of Node', async () => {
     const { text } = await bundle(
       `export { createReceiver, verifyChecksumAsync, verifyWebhookSignatureAsync, readSignatureHeaders, signWebhookV1a } from '@payhook/core';`,

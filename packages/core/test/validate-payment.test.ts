@@ -78,7 +78,7 @@ const REPLACEMENTS: unknown[] = [
   [{ name: 'a', type: 'b' }],
 ];
 
-describe('the payment validator', () => {
+describe('the payment validator', { timeout: 60_000 }, () => {
   it('gives the verdict of PaymentSchema on every test payment, and on each one changed at any member', () => {
     const payments = METHODS.map((method) => createTestPayment({ method }));
     fc.assert(

@@ -51,7 +51,7 @@ async function bothChecksum(
   return node;
 }
 
-describe('checksums on Web Crypto', () => {
+describe('checksums on Web Crypto', { timeout: 60_000 }, () => {
   const vectors = rfc8785Vectors();
 
   it.each(vectors)(
