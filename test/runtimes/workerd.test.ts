@@ -47,14 +47,6 @@ describeRuntimeConformance({
   edgeHeaders: { 'cf-connecting-ip': '127.0.0.1' },
   // Miniflare's local server closes the connection once the 413 is sent, body bytes unread.
   resetsUnreadBody: true,
-  knownFailures: {
-    // A copy that arrives while another request of the isolate is claiming the same key waits on
-    // a promise that the claiming request resolves (core's work queue, `pending`): workerd does
-    // not let one request wait on another's I/O, judges the waiting request hung and answers it
-    // 500 (the sender retries it; the handler still runs once). Each copy should ask the store.
-    'runs the handler once for concurrent identical deliveries':
-      "concurrent copies in one isolate hang on the first copy's claim (500)",
-  },
   start,
 });
 

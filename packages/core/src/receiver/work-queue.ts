@@ -5,7 +5,7 @@ import type { Logger } from './logger.js';
 import type { MetricHooks, ReceiverStats } from './metrics.js';
 import { createEventProcessor } from './process-event.js';
 import type { RetryOptions } from './retry.js';
-import { afterThisTurn } from './timers.js';
+import { afterThisTurn, type Timer, unref } from './timers.js';
 import type { Tracing } from './tracing.js';
 import type { ErrorInfo, ProcessedEvent } from './types.js';
 
@@ -191,8 +191,7 @@ export function createWorkQueue(options: WorkQueueOptions) {
     if (entry !== undefined) {
       if (entry.state !== 'claiming') return DUPLICATE;
       entry.waiters ??= [];
-      const waiters = entry.waiters;
-      return { kind: 'pending', decided: new Promise((resolve) => waiters.push(resolve)) };
+      return { kind: 'pending', decided: awaitClaim(entry.waiters) };
     }
     if (entries.size >= maxQueuedEvents || (entries.size > 0 && heldBytes + bytes > maxQueuedBytes)) {
       return FULL;
@@ -329,6 +328,37 @@ export function createWorkQueue(options: WorkQueueOptions) {
   };
 
   return { admit, decide, start, enqueue, recover, idle, processed, close, stats };
+}
+
+/** How often a copy waiting on another request's claim looks at its outcome (see {@link awaitClaim}). */
+const CLAIM_POLL_MS = 10;
+
+/**
+ * The outcome of another request's claim, for a copy of the event that waits on it: settled by
+ * that claim's `decide`, and also read by a timer of the waiting request's own. On Workers a
+ * request may not wait on a promise that only another request's work settles: workerd sees no
+ * work of the waiting request's own, judges it hung and answers 500. The timer is such work, and
+ * it reads the outcome where the other request's settling may not reach. Elsewhere the direct
+ * settling wins and the timer is cleared.
+ */
+function awaitClaim(waiters: ((outcome: ClaimOutcome) => void)[]): Promise<ClaimOutcome> {
+  let outcome: ClaimOutcome | undefined;
+  let timer: Timer | undefined;
+  const settled = new Promise<ClaimOutcome>((resolve) => {
+    waiters.push((decided) => {
+      outcome = decided;
+      resolve(decided);
+    });
+  });
+  const read = new Promise<ClaimOutcome>((resolve) => {
+    const look = () => {
+      if (outcome !== undefined) return resolve(outcome);
+      timer = setTimeout(look, CLAIM_POLL_MS);
+      unref(timer);
+    };
+    look();
+  });
+  return Promise.race([settled, read]).finally(() => clearTimeout(timer));
 }
 
 /** The work queue of a receiver. */
