@@ -3,6 +3,7 @@ import {
   type Canonicalization,
   computeChecksum,
   computeChecksumAsync,
+  createReceiver,
   encodeEnvelope,
   explainChecksumMismatch,
   explainChecksumMismatchAsync,
@@ -213,5 +214,25 @@ describe('explanations on Web Crypto', () => {
       expect(web).toEqual(node);
     }
     expect(explainChecksumMismatch({ rawBody: body }, { businessIds: [BIZ] }).ok).toBe(true);
+  });
+});
+
+describe('the crypto option', () => {
+  it('refuses a value it does not know, naming the option', async () => {
+    const bad = 'subtle' as unknown as 'web';
+    expect(() => createReceiver({ businessIds: [BIZ], allowAnyIp: true, crypto: bad })).toThrow(
+      /Invalid crypto: subtle \(expected "auto", "node" or "web"\)/,
+    );
+    await expect(verifyChecksumAsync({ rawBody: '{}' }, { businessIds: [BIZ], crypto: bad })).rejects.toThrow(
+      /Invalid crypto/,
+    );
+    // node:crypto is there on Node: 'node' and 'auto' take it.
+    const receiver = createReceiver({
+      businessIds: [BIZ],
+      allowAnyIp: true,
+      crypto: 'node',
+      recoveryIntervalMs: 0,
+    });
+    await receiver.close();
   });
 });
