@@ -10,6 +10,7 @@ import { isPayhookError, PayhookError } from '../errors.js';
 import { normalizeIp } from '../ip.js';
 import { resolveCryptoPath } from '../platform.js';
 import type { IdempotencyStore } from '../store/types.js';
+import { createEventClaim } from './claim-event.js';
 import { addressRefusal, clientAddress } from './client-address.js';
 import { isJsonContentType } from './content-type.js';
 import { warnIfUnknownName } from './event-names.js';
@@ -98,6 +99,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     tracing,
   });
   const { recover } = work;
+  const claimEvent = createEventClaim({ work, store, instanceId, leaseMs, logger, reportError });
   const duplicate = (): ReceiverResult => {
     hooks.duplicate();
     return { status: 200, body: { received: true, duplicate: true }, headers: {} };
@@ -141,29 +143,6 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     recoveryTimer = setInterval(runRecovery, recoveryIntervalMs);
     unref(recoveryTimer);
   }
-
-  /**
-   * The store holds `key` under this instance's own token, yet this instance holds nothing under
-   * it (admission let this request claim it): an earlier claim of this instance timed out, was
-   * answered 503, and then reached the store. The event is taken back at once rather than left to
-   * recovery when the lease lapses; `renew` passes only while this instance's lease is live, so no
-   * other instance can have it meanwhile.
-   */
-  const adoptLateClaim = async (
-    key: string,
-    claim: Extract<Awaited<ReturnType<IdempotencyStore['claim']>>, { status: 'duplicate' }>,
-  ): Promise<boolean> => {
-    if (claim.state !== 'processing' || claim.owner !== instanceId) return false;
-    try {
-      if (!(await store.renew(key, instanceId, leaseMs))) return false;
-    } catch (error) {
-      // Unsure: the lease lapses and recovery finishes the event.
-      reportError(error, { key, phase: 'store' });
-      return false;
-    }
-    logger.info({ key }, 'payhook: a claim of this instance that ran late was taken back');
-    return true;
-  };
 
   /** `on` and `onUnknown`: one list per name; `on` warns about a name payhook does not know. */
   const register = (names: string | readonly string[], handler: EventHandler<never>, known: boolean) => {
@@ -283,14 +262,28 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       const payload = envelope?.text ?? JSON.stringify(verified.payload);
       // Admission and the claim's entry are one synchronous step: of concurrent copies on this
       // instance exactly one asks the store, the others wait for its answer.
-      const admission = work.admit(key, payload.length);
-      switch (admission.kind) {
+      const claimed = await claimEvent(key, payload, verified.businessId, () => ({
+        key,
+        payload: verified.payload,
+        businessId: verified.businessId,
+        // The trace headers go with the work: its handlers run after the response.
+        trace: tracing?.capture(request.headers),
+      }));
+      switch (claimed.kind) {
+        case 'claimed':
+          break;
         case 'duplicate':
+          return duplicate();
+        case 'stored':
+          logger.debug({ key, state: claimed.state }, 'payhook: duplicate delivery acknowledged');
           return duplicate();
         case 'pending':
           // Acknowledged as a duplicate only once the first copy is recorded: if its claim
           // fails, this copy is not recorded either.
-          return (await admission.decided) === 'failed' ? storeUnavailable() : duplicate();
+          return (await claimed.decided) === 'failed' ? storeUnavailable() : duplicate();
+        case 'unavailable':
+          reportError(claimed.error, { key, phase: 'store' });
+          return storeUnavailable(claimed.error);
         case 'closing':
           return shuttingDown();
         case 'full':
@@ -303,27 +296,6 @@ export function createReceiver(options: ReceiverOptions): Receiver {
             { 'retry-after': '10' },
           );
       }
-      let claim: Awaited<ReturnType<IdempotencyStore['claim']>>;
-      try {
-        claim = await store.claim(key, {
-          owner: instanceId,
-          leaseMs,
-          payload,
-          businessId: verified.businessId,
-        });
-      } catch (error) {
-        work.decide(key, 'failed');
-        reportError(error, { key, phase: 'store' });
-        return storeUnavailable(error);
-      }
-      if (claim.status === 'duplicate' && !(await adoptLateClaim(key, claim))) {
-        work.decide(key, 'duplicate');
-        logger.debug({ key, state: claim.state }, 'payhook: duplicate delivery acknowledged');
-        return duplicate();
-      }
-      // The trace headers go with the work: its handlers run after the response.
-      const trace = tracing?.capture(request.headers);
-      work.decide(key, 'claimed', { key, payload: verified.payload, businessId: verified.businessId, trace });
       hooks.accepted();
       return {
         status: 200,
@@ -339,34 +311,27 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       if (!record) return { status: 'not_found' };
       if (record.state !== 'failed') return { status: 'not_failed', state: record.state };
       if (record.payload === undefined) return { status: 'not_found' };
-      const job: Job = { key, payload: JSON.parse(record.payload), businessId: record.businessId ?? '' };
-      const admission = work.admit(key, record.payload.length);
-      if (admission.kind === 'duplicate' || admission.kind === 'pending') {
-        return { status: 'not_failed', state: 'processing' };
+      const businessId = record.businessId ?? '';
+      const payload = JSON.parse(record.payload);
+      const claimed = await claimEvent(key, record.payload, businessId, () => ({ key, payload, businessId }));
+      switch (claimed.kind) {
+        case 'claimed':
+          break;
+        case 'duplicate':
+        case 'pending':
+          return { status: 'not_failed', state: 'processing' };
+        case 'stored':
+          return { status: 'not_failed', state: claimed.state };
+        case 'unavailable':
+          throw claimed.error;
+        case 'full':
+          throw new PayhookError('queue_full', 'The work queue is full; replay the event once it has room.');
+        case 'closing':
+          throw new PayhookError(
+            'shutting_down',
+            'The receiver is shutting down; replay the event elsewhere.',
+          );
       }
-      if (admission.kind === 'full') {
-        throw new PayhookError('queue_full', 'The work queue is full; replay the event once it has room.');
-      }
-      if (admission.kind === 'closing') {
-        throw new PayhookError('shutting_down', 'The receiver is shutting down; replay the event elsewhere.');
-      }
-      let claim: Awaited<ReturnType<IdempotencyStore['claim']>>;
-      try {
-        claim = await store.claim(key, {
-          owner: instanceId,
-          leaseMs,
-          payload: record.payload,
-          businessId: job.businessId,
-        });
-      } catch (error) {
-        work.decide(key, 'failed');
-        throw error;
-      }
-      if (claim.status === 'duplicate') {
-        work.decide(key, 'duplicate');
-        return { status: 'not_failed', state: claim.state };
-      }
-      work.decide(key, 'claimed', job);
       work.start(key);
       return { status: 'replayed' };
     },
