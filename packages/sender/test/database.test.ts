@@ -29,6 +29,7 @@ const MIGRATIONS = [
   '0010_delivery_instances',
   '0011_dashboard_sessions',
   '0012_webhook_endpoints',
+  '0013_endpoint_failures',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];
