@@ -9,7 +9,6 @@ import {
 import { isPayhookError, PayhookError } from '../errors.js';
 import { normalizeIp } from '../ip.js';
 import { resolveCryptoPath } from '../platform.js';
-import type { IdempotencyStore } from '../store/types.js';
 import { createEventClaim } from './claim-event.js';
 import { addressRefusal, clientAddress } from './client-address.js';
 import { isJsonContentType } from './content-type.js';
@@ -19,7 +18,7 @@ import { tooLarge } from './read-body.js';
 import { checkRequestFields } from './request-fields.js';
 import { type Timer, unref } from './timers.js';
 import type { ErrorInfo, EventHandler, Receiver, ReceiverOptions, ReceiverResult } from './types.js';
-import { createWorkQueue, type HandlerRegistry, type Job } from './work-queue.js';
+import { createWorkQueue, type HandlerRegistry } from './work-queue.js';
 
 // Re-exported here, above createReceiver's doc comment rather than between it and the function:
 // a comment followed by a re-export documents the re-export, and the declarations lose it.
