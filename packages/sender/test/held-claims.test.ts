@@ -28,7 +28,7 @@ describe('HeldClaims', () => {
     const url = 'https://a.example/hooks';
     // Four rows (the URL's whole room, 4 per slot), none begun yet.
     const claims = [1, 2, 3, 4].map((n) => claimOf(n, url));
-    expect(held.hold(claims, 4, new Map(), 0, false)).toEqual([]);
+    expect(held.hold(claims, new Map(), 0, false)).toEqual([]);
     expect(held.claimFilter(0, 60_000).paced.map((p) => p.url)).toEqual([url]);
 
     expect(held.dropReady()).toEqual(claims);
@@ -37,7 +37,7 @@ describe('HeldClaims', () => {
     expect(rooms.get(url)).toBeUndefined();
     expect(held.claims()).toEqual([]);
     // Held again, the rows are all taken: nothing left over from before counts against them.
-    expect(held.hold(claims, 4, new Map(), 0, false)).toEqual([]);
+    expect(held.hold(claims, new Map(), 0, false)).toEqual([]);
   });
 
   it('sends to a URL only as many at once as its slots here, and holds none where it has no slot', () => {
@@ -59,7 +59,7 @@ describe('HeldClaims', () => {
     const two = [1, 2, 3, 4, 5].map((n) => claimOf(n, 'https://two.example/'));
     const none = [claimOf(9, 'https://none.example/')];
     // The row of a URL without a slot here is given back at once.
-    expect(held.hold([...two, ...none], 6, new Map(), 0, false)).toEqual(none);
+    expect(held.hold([...two, ...none], new Map(), 0, false)).toEqual(none);
     held.startReady();
     expect(begun.map((c) => c.id)).toEqual(['d1', 'd2']);
     held.free(two[0] as Claim);

@@ -5,10 +5,10 @@ import type { HeldClaims } from './held-claims.js';
 import type { UrlShare } from './membership.js';
 import { traceClaim } from './tracing.js';
 
-/** Claims in a row, per pass, that may read nothing but backlogs to pace (see the worker's `fill`). */
-export const PACING_CLAIMS = 8;
+/** Claims in a row, per pass, that may read nothing but backlogs to pace (see `ClaimPass`). */
+const PACING_CLAIMS = 8;
 /** The most rows one pacing claim reads. */
-export const PACING_LIMIT = 1024;
+const PACING_LIMIT = 1024;
 
 /** What the worker's claims need of it. */
 export interface ClaimerOptions {
@@ -19,29 +19,47 @@ export interface ClaimerOptions {
   perUrl: number;
   /** This instance's share of the URLs, once it has joined the others. */
   share: () => UrlShare | undefined;
+  /**
+   * Whether claims pace backlogs now: while the worker runs, not for `runDue`, which promises
+   * every row due now (asked at each claim).
+   */
+  pace: () => boolean;
   /** Eight hex digits that begin this worker's claim tokens (default: random, per claimer). */
   owner?: string;
 }
 
 /** A claim's filter, from `HeldClaims.claimFilter`. */
-export type ClaimFilter = ReturnType<HeldClaims['claimFilter']>;
+type ClaimFilter = ReturnType<HeldClaims['claimFilter']>;
 
-/** What a claim brought. */
-export interface Claimed {
+/** What one claim of a pass brought, and what the pass does next. */
+export interface PassClaim {
   claims: Claim[];
   /** The rooms it kept within (`HeldClaims.hold` takes them). */
   rooms: Map<string, number>;
+  /** Whether rows may still be due: it got all it asked for, or left some for room or pacing. */
+  leftDue: boolean;
   /**
-   * Whether every row it read was a paced URL's (taken within its room, or moved): rows of other
-   * URLs may be due behind them, and the next claim should read further.
+   * Whether the pass claims again, room permitting: every row it read was a paced backlog's (the
+   * next claim reads further), or it got all it asked for.
    */
-  pacedAll: boolean;
+  readOn: boolean;
+}
+
+/** One pass of the worker's claims (see {@link createClaimer}'s `pass`). */
+export interface ClaimPass {
+  /**
+   * The next claim of the pass at `at`, with `room` free in the worker; `undefined` when no claim
+   * is worth making (every URL held is at its limit, and nothing may be due behind their backlogs).
+   */
+  next(room: number, at: Date): Promise<PassClaim | undefined>;
 }
 
 /**
  * The delivery worker's claims: {@link claimDeliveries} within each URL's room, pacing the
- * backlogs the filter names, and the look past those backlogs that decides whether pacing them is
- * worth it (docs/decisions.md, "One URL's backlog").
+ * backlogs the filter names, and the decisions of a pass of claims: how many rows each claim
+ * asks for, whether it looks past those backlogs (worth pacing them only when other URLs' rows
+ * are due behind them), and whether the pass reads on (docs/decisions.md, "One URL's backlog").
+ * `HeldClaims` keeps what is held, and each URL's room and pace.
  */
 export function createClaimer(options: ClaimerOptions) {
   const { database, held, leaseMs, perUrl } = options;
@@ -52,16 +70,92 @@ export function createClaimer(options: ClaimerOptions) {
    * pacing reads nothing but backlogs.
    */
   let lookPast = true;
+  /**
+   * Rows the last claim brought, when fewer than it asked for: the due rows it could take are
+   * fewer than the room (the URLs that have them are near their limit, or little is due), so the
+   * next claim asks for twice that, at least `refill`, rather than reading the whole room's worth
+   * of due rows to keep a few.
+   */
+  let lastShort: number | undefined;
   const shareOf = () => {
     const share = options.share();
     return share && { ...share, perUrl };
   };
-  return {
-    /** Whether the next claim reads past backlogs (see `lookAgain`). */
-    get lookingPast(): boolean {
-      return lookPast;
-    },
 
+  /**
+   * How many rows the next claim asks for, with `room` free and `rooms` left for the URLs held:
+   * after a short claim, twice what it brought, at least `refill`, and at least the URLs' rooms
+   * and `refill` more, so that a URL with a backlog fills its room in one claim (a claim cut
+   * short of it would leave the URL's room open, and each freed slot would claim again).
+   */
+  function claimLimit(room: number, rooms: ReadonlyMap<string, number>): number {
+    if (lastShort === undefined) return room;
+    let known = 0;
+    for (const n of rooms.values()) known += n;
+    return Math.min(room, Math.max(held.refill, 2 * lastShort, known + held.refill));
+  }
+
+  /**
+   * The filter of the next claim at `at`. When it would look past backlogs (and `pace`, and not
+   * `further` in a cascade that found other rows already), it first asks whether any other URL's
+   * row is due ({@link otherUrlsDue}): pacing is worth its writes only then. One walk of the due
+   * index, stopped at the first such row, once a wake-up rather than at every claim.
+   */
+  async function claimFilter(at: Date, pace: boolean, further: boolean): Promise<ClaimFilter> {
+    const filter = held.claimFilter(at.getTime(), leaseMs, lookPast);
+    if (!pace || !lookPast || further || filter.paced.length === 0) return filter;
+    const urls = filter.paced.map((p) => p.url);
+    const share = shareOf();
+    if (await database.delivery((db) => otherUrlsDue(db, { now: at, urls, share }))) return filter;
+    lookPast = false;
+    return held.claimFilter(at.getTime(), leaseMs, false);
+  }
+
+  /**
+   * Claims from the first `limit` due deliveries, within what each URL has room for (`filter`).
+   * When `pace`, the due rows it reads of the URLs the filter paces are moved to their turn past
+   * those URLs' rooms; otherwise (`runDue` promises every row due now) they stay due, and those
+   * URLs take only their room. Answers whether every row it read was a paced URL's (taken within
+   * its room, or moved): rows of other URLs may be due behind them, and the next claim should
+   * read further.
+   */
+  async function claim(limit: number, at: Date, filter: ClaimFilter, pace: boolean) {
+    const { skipIds, rooms } = filter;
+    const paced = pace ? filter.paced : [];
+    if (!pace) for (const { url } of filter.paced) if (!rooms.has(url)) rooms.set(url, 0);
+    const share = shareOf();
+    const result = await traceClaim(
+      limit,
+      () =>
+        database.delivery((db) =>
+          claimDeliveries(db, {
+            now: at,
+            owner,
+            leaseMs,
+            limit,
+            skipIds,
+            maxPerUrl: held.urlCapacity,
+            urlLimits: rooms,
+            paced,
+            share,
+          }),
+        ),
+      (r) => r.claims,
+      (r) => [...r.paced.values()].reduce((sum, p) => sum + p.rows, 0),
+    );
+    lastShort = result.claims.length < limit ? result.claims.length : undefined;
+    held.pacedUntil(paced, result.paced);
+    let read = 0;
+    for (const { rows } of result.paced.values()) read += rows;
+    if (read > 0) {
+      const urls = new Set(paced.map((p) => p.url));
+      for (const c of result.claims) read += urls.has(c.url) ? 1 : limit;
+    }
+    lookPast = read >= limit;
+    return { claims: result.claims, rooms, pacedAll: lookPast };
+  }
+
+  return {
     /**
      * Gives back the claims this worker made and does not hold (cut short by an outage, they
      * may have committed once the database answered again): due now rather than at lease end.
@@ -77,60 +171,38 @@ export function createClaimer(options: ClaimerOptions) {
     },
 
     /**
-     * The filter of the next claim at `at`. When it would look past backlogs (and `pace`, and not
-     * `further` in a cascade that found other rows already), it first asks whether any other URL's
-     * row is due ({@link otherUrlsDue}): pacing is worth its writes only then. One walk of the due
-     * index, stopped at the first such row, once a wake-up rather than at every claim.
+     * Begins a pass of claims (the worker's `fill`). A claim that read nothing but paced backlogs
+     * is followed at once by one reading twice as far (up to {@link PACING_LIMIT} rows), up to
+     * {@link PACING_CLAIMS} in a row; otherwise the pass reads on while claims get all they ask.
      */
-    async filter(at: Date, pace: boolean, further: boolean): Promise<ClaimFilter> {
-      const filter = held.claimFilter(at.getTime(), leaseMs, lookPast);
-      if (!pace || !lookPast || further || filter.paced.length === 0) return filter;
-      const urls = filter.paced.map((p) => p.url);
-      const share = shareOf();
-      if (await database.delivery((db) => otherUrlsDue(db, { now: at, urls, share }))) return filter;
-      lookPast = false;
-      return held.claimFilter(at.getTime(), leaseMs, false);
-    },
-
-    /**
-     * Claims from the first `limit` due deliveries, within what each URL has room for (`filter`).
-     * When `pace`, the due rows it reads of the URLs the filter paces are moved to their turn past
-     * those URLs' rooms; otherwise (`runDue` promises every row due now) they stay due, and those
-     * URLs take only their room.
-     */
-    async claim(limit: number, at: Date, filter: ClaimFilter, pace: boolean): Promise<Claimed> {
-      const { skipIds, rooms } = filter;
-      const paced = pace ? filter.paced : [];
-      if (!pace) for (const { url } of filter.paced) if (!rooms.has(url)) rooms.set(url, 0);
-      const share = shareOf();
-      const result = await traceClaim(
-        limit,
-        () =>
-          database.delivery((db) =>
-            claimDeliveries(db, {
-              now: at,
-              owner,
-              leaseMs,
-              limit,
-              skipIds,
-              maxPerUrl: held.urlCapacity,
-              urlLimits: rooms,
-              paced,
-              share,
-            }),
-          ),
-        (r) => r.claims,
-        (r) => [...r.paced.values()].reduce((sum, p) => sum + p.rows, 0),
-      );
-      held.pacedUntil(paced, result.paced);
-      let read = 0;
-      for (const { rows } of result.paced.values()) read += rows;
-      if (read > 0) {
-        const urls = new Set(paced.map((p) => p.url));
-        for (const c of result.claims) read += urls.has(c.url) ? 1 : limit;
-      }
-      lookPast = read >= limit;
-      return { claims: result.claims, rooms, pacedAll: lookPast };
+    pass(): ClaimPass {
+      /** Claims of this pass that read nothing but rows of URLs at their limit, and paced them all. */
+      let pacingOnly = 0;
+      let pacingLimit = 0;
+      return {
+        async next(room, at) {
+          const pace = options.pace();
+          const found = await claimFilter(at, pace, pacingOnly > 0);
+          // Every URL held is at its limit: a claim could only pace their backlogs to find other
+          // URLs' rows behind them. Worth it when other rows may be due (new events, the poll, or
+          // the last claim paced all it read); a freed slot of a URL at its limit is no reason.
+          if (found.rooms.size === 0 && found.paced.length > 0 && !lookPast) return undefined;
+          const limit = pacingOnly > 0 ? pacingLimit : claimLimit(room, found.rooms);
+          const { claims, rooms, pacedAll } = await claim(limit, at, found, pace);
+          const leftDue = claims.length >= limit || found.paced.length > 0;
+          if (pacedAll && pacingOnly < PACING_CLAIMS) {
+            // Every row it read was a paced backlog's (taken within its URL's room, or moved):
+            // rows of other URLs may wait behind it. Read on, further each time.
+            pacingOnly++;
+            pacingLimit = Math.min(PACING_LIMIT, 2 * limit);
+            return { claims, rooms, leftDue, readOn: true };
+          }
+          // Fewer than asked for: the due rows it may take are all taken.
+          if (claims.length < limit) return { claims, rooms, leftDue, readOn: false };
+          pacingOnly = 0;
+          return { claims, rooms, leftDue, readOn: true };
+        },
+      };
     },
   };
 }

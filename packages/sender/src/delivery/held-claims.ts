@@ -46,8 +46,11 @@ const count = (map: Map<string, number>, url: string, by: number) => {
 };
 
 /**
- * What one delivery worker holds: its claims, the rows claimed ahead, and the counts its limits
- * apply to, so that the worker's loop only decides when to claim, start and release.
+ * What one delivery worker holds: its claims, the rows claimed ahead, the counts its limits
+ * apply to, and what it learns of each URL from what it holds (its room, its pace measured from
+ * its attempts, the turn after its last paced row), so that the worker's loop only decides when
+ * to claim, start and release. The decisions of a pass of claims (how many rows, whether to look
+ * past backlogs, whether to read on) are the claimer's (`claimer.ts`).
  *
  * A claim is a round trip to the database: were slots filled only as they free up, each claim
  * would serve a handful of attempts and the attempts would wait on it. Up to four times
@@ -92,13 +95,6 @@ export class HeldClaims {
     return this.capped.size > 0;
   }
   /**
-   * Rows the last claim brought, when fewer than it asked for: the due rows it could take are
-   * fewer than the room (the URLs that have them are near their limit, or little is due), so the
-   * next claim asks for twice that, at least `refill`, rather than reading the whole room's worth
-   * of due rows to keep a few.
-   */
-  private lastShort: number | undefined;
-  /**
    * Each URL's time per attempt (ms, a moving average), kept for the last {@link PACES_KEPT} URLs
    * sent to, so that a URL whose held rows run out between two claims keeps its pace.
    */
@@ -139,28 +135,15 @@ export class HeldClaims {
   }
 
   /**
-   * How many rows the next claim asks for, with `room` free and `rooms` left for the URLs held:
-   * after a short claim, twice what it brought, at least `refill`, and at least the URLs' rooms
-   * and `refill` more, so that a URL with a backlog fills its room in one claim (a claim cut
-   * short of it would leave the URL's room open, and each freed slot would claim again).
-   */
-  claimLimit(room: number, rooms: ReadonlyMap<string, number>): number {
-    const { lastShort } = this;
-    if (lastShort === undefined) return room;
-    let known = 0;
-    for (const n of rooms.values()) known += n;
-    return Math.min(room, Math.max(this.refill, 2 * lastShort, known + this.refill));
-  }
-
-  /**
    * What the next claim leaves alone: the deliveries held for half a lease or more (their leases
    * are renewed, but a row whose renewal is late must not be sent twice from here; a row claimed
    * more recently cannot be due, as its lease ends a full lease after its claim, and naming every
    * row held cost the database a comparison with each for every row it walked); the room each URL
    * has left; and the URLs to pace (`PacedUrl`): the claim moves their due rows past their room to
    * their turn at the URL's pace, so that their backlog is not read again by each claim. Those are
-   * the URLs that hold all they may and, when `lookPast` (other URLs' rows may be due behind
-   * them), the URLs whose last claim filled their room: their backlog is longer than they hold.
+   * the URLs that hold all they may and, when `lookPast` (the claimer's word that other URLs' rows
+   * may be due behind them), the URLs whose last claim filled their room: their backlog is longer
+   * than they hold.
    */
   claimFilter(
     at: number,
@@ -213,17 +196,15 @@ export class HeldClaims {
   }
 
   /**
-   * Holds what a claim of `limit` rows brought, ready in due order; returns the rows to give back:
-   * those past their URL's room, or all of them when `refuse` (the worker is stopping).
+   * Holds what a claim brought, ready in due order; returns the rows to give back: those past
+   * their URL's room, or all of them when `refuse` (the worker is stopping).
    */
   hold(
     claims: readonly Claim[],
-    limit: number,
     rooms: ReadonlyMap<string, number>,
     claimedAt: number,
     refuse: boolean,
   ): Claim[] {
-    this.lastShort = claims.length < limit ? claims.length : undefined;
     const over: Claim[] = [];
     const taken = new Map<string, number>();
     for (const c of claims) {

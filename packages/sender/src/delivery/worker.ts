@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { signingKeyring } from '../signing/keyring.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
-import { createClaimer, PACING_CLAIMS, PACING_LIMIT } from './claimer.js';
+import { createClaimer } from './claimer.js';
 import { type Claim, releaseClaims, renewLeases, WAKE_CHANNEL } from './delivery-state.js';
 import { HeldClaims } from './held-claims.js';
 import { createDeliveryClient } from './http-client.js';
@@ -92,7 +92,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     slots: (url) => slotsOf(url, perUrl, membership?.share()),
   });
   const { capacity, refill } = held;
-  const claimer = createClaimer({ database, held, leaseMs, perUrl, share: () => membership?.share() });
+  const claimer = createClaimer({
+    database,
+    held,
+    leaseMs,
+    perUrl,
+    share: () => membership?.share(),
+    pace: () => mode === 'running',
+  });
   const pump = serialPasses(fill, () => !claiming);
 
   function setMode(next: WorkerMode): void {
@@ -239,42 +246,26 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
 
   /**
    * Fills the free slots, from the ready rows first, then with due deliveries claimed ahead up to
-   * the worker's capacity. Returns how many attempts it started.
+   * the worker's capacity: while there is room, the claimer's pass makes the next claim (how many
+   * rows, pacing, and whether to read on are its decisions), and its rows are held and started.
+   * Returns how many attempts it started.
    */
   async function fill(): Promise<number> {
     let started = held.startReady();
-    /** Claims of this pass that read nothing but rows of URLs at their limit, and paced them all. */
-    let pacingOnly = 0;
-    let pacingLimit = 0;
+    const pass = claimer.pass();
     while (claiming) {
       const room = capacity - held.sending - held.ready.length;
       if (room <= 0 || (room < refill && held.sending + held.ready.length > 0)) break;
       const at = now();
-      const pace = mode === 'running';
-      const filter = await claimer.filter(at, pace, pacingOnly > 0);
-      // Every URL held is at its limit: a claim could only pace their backlogs to find other
-      // URLs' rows behind them. Worth it when other rows may be due (new events, the poll, or
-      // the last claim paced all it read); a freed slot of a URL at its limit is no reason.
-      if (filter.rooms.size === 0 && filter.paced.length > 0 && !claimer.lookingPast) break;
-      const limit = pacingOnly > 0 ? pacingLimit : held.claimLimit(room, filter.rooms);
-      const { claims, rooms, pacedAll } = await claimer.claim(limit, at, filter, pace);
-      const over = held.hold(claims, limit, rooms, at.getTime(), !claiming);
-      // Rows may still be due: it got all it asked for, or left some for room or pacing.
-      maybeDue = claims.length >= limit || filter.paced.length > 0 || held.anyCapped;
+      const claimed = await pass.next(room, at);
+      if (claimed === undefined) break;
+      const over = held.hold(claimed.claims, claimed.rooms, at.getTime(), !claiming);
+      // Rows may still be due: the claim left some, or a URL filled its room.
+      maybeDue = claimed.leftDue || held.anyCapped;
       renewWhileBusy();
       started += held.startReady();
       await release(over);
-      if (pacedAll && pacingOnly < PACING_CLAIMS) {
-        // Every row it read was a paced backlog's (taken within its URL's room, or moved): rows
-        // of other URLs may wait behind it. Read on in this pass, further each time, up to
-        // PACING_CLAIMS claims.
-        pacingOnly++;
-        pacingLimit = Math.min(PACING_LIMIT, 2 * limit);
-        continue;
-      }
-      // Fewer than asked for: the due rows it may take are all taken.
-      if (claims.length < limit) break;
-      pacingOnly = 0;
+      if (!claimed.readOn) break;
     }
     return started;
   }
