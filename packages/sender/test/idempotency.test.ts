@@ -413,6 +413,18 @@ describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeou
         status: 200,
       };
     },
+    'POST /webhook-endpoints/{id}/recover': async () => {
+      const endpoint = await database.db
+        .insertInto('webhook_endpoints')
+        .values({ business_id: 'biz-i', mode: 'test', url: 'https://merchant.example/recovered' })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      return {
+        path: `/webhook-endpoints/${endpoint.id}/recover`,
+        payload: { since: new Date(Date.now() - 3600_000).toISOString() },
+        status: 202,
+      };
+    },
   };
 
   it('covers every POST route: each stores its response in the transaction of its write (tested here)', () => {
