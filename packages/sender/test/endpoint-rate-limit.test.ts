@@ -125,20 +125,19 @@ describe('rate_limit_per_second across two delivery workers on one PostgreSQL', 
     expect(starts).toHaveLength(EVENTS);
     // Whichever instance claimed them (one may claim every row ahead), each attempt was sent once.
     expect((sentBy[0] ?? 0) + (sentBy[1] ?? 0)).toBe(EVENTS);
-    // Each attempt starts at its slot or after it: consecutive starts at least about one interval
-    // apart (half of it allowed for a timer that fired late before an on-time one).
-    for (let i = 1; i < starts.length; i++) {
-      expect((starts[i] as number) - (starts[i - 1] as number)).toBeGreaterThanOrEqual(INTERVAL_MS / 2);
-    }
-    // And no second holds more than the limit (one more for a late start at a window's edge).
+    // Each attempt starts at its slot or after it, never before: slots are one interval apart, so
+    // no second holds more than the limit (one more for a start that its process's timer made late,
+    // next to an on-time one; two starts may then be close, which is why gaps are not checked).
     for (let i = 0; i < starts.length; i++) {
       const inWindow = starts.filter(
         (t) => t >= (starts[i] as number) && t < (starts[i] as number) + 1000,
       ).length;
       expect(inWindow).toBeLessThanOrEqual(RATE + 1);
     }
+    // The last slot is (EVENTS - 1) intervals after the first: the attempts took at least that long,
+    // less what a late first start took off (unpaced, all twelve would start within milliseconds).
     expect((starts.at(-1) as number) - (starts[0] as number)).toBeGreaterThanOrEqual(
-      (EVENTS - 1) * INTERVAL_MS * 0.9,
+      (EVENTS - 1) * INTERVAL_MS - 1000,
     );
   });
 
