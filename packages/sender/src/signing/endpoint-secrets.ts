@@ -2,11 +2,10 @@
 // `whsec_` secret for v1, a `whsk_` key with its `whpk_` public key for v1a, rotated with the
 // rules of the business-wide secrets (signing/secrets.ts): an overlap of up to 7 days, at most 5
 // valid at once (docs/decisions.md, "Secrets per endpoint").
-import { generateSigningSecret } from '@payhook/core';
+import { generateSigningKeyPair, generateSigningSecret } from '@payhook/core';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Schema } from '../db/schema.js';
 import { isoMicros } from '../timestamps.js';
-import { generateEd25519KeyPair } from './ed25519.js';
 import { MAX_VALID_SECRETS } from './secrets.js';
 
 type Db = Kysely<Schema> | Transaction<Schema>;
@@ -26,7 +25,7 @@ export type EndpointSecretView = (
 
 function freshSecret(scheme: SignatureScheme): { secret: string; public_key: string | null } {
   if (scheme === 'v1') return { secret: generateSigningSecret(), public_key: null };
-  const pair = generateEd25519KeyPair();
+  const pair = generateSigningKeyPair();
   return { secret: pair.secretKey, public_key: pair.publicKey };
 }
 

@@ -1,12 +1,13 @@
-import type { KeyObject } from 'node:crypto';
 import {
   parseSigningSecret,
+  parseSigningSecretKey,
   type SigningKey,
+  type SigningSecretKey,
+  signV1a,
   signWebhook,
   type WebhookSignatureHeaders,
 } from '@payhook/core';
 import type { Database } from '../db/database.js';
-import { parseEd25519SecretKey, signV1a } from './ed25519.js';
 import { ensureEndpointSecret, validEndpointSecrets } from './endpoint-secrets.js';
 import { ensureSigningSecret, type SecretOwner, validSigningSecrets } from './secrets.js';
 
@@ -15,7 +16,7 @@ export const KEYRING_TTL_MS = 5000;
 
 interface Entry {
   /** HMAC keys (v1), or Ed25519 private keys (v1a). */
-  keys: { key: SigningKey | KeyObject; expiresAt: number }[];
+  keys: { key: SigningKey | SigningSecretKey; expiresAt: number }[];
   scheme: 'v1' | 'v1a';
   loadedAt: number;
   loading?: Promise<Entry>;
@@ -80,7 +81,7 @@ export function signingKeyring(database: Database): SigningKeyring {
     return {
       scheme,
       keys: rows.map((row) => ({
-        key: scheme === 'v1a' ? parseEd25519SecretKey(row.secret) : parseSigningSecret(row.secret),
+        key: scheme === 'v1a' ? parseSigningSecretKey(row.secret) : parseSigningSecret(row.secret),
         expiresAt: row.expires_at === null ? Number.POSITIVE_INFINITY : new Date(row.expires_at).getTime(),
       })),
       loadedAt: Date.now(),
@@ -150,7 +151,10 @@ export function signingKeyring(database: Database): SigningKeyring {
         return {
           'webhook-id': eventId,
           'webhook-timestamp': String(timestamp),
-          'webhook-signature': signV1a({ id: eventId, timestamp, body, keys: valid as KeyObject[] }),
+          // One `v1a,` entry per valid key, as `v1,` entries are during a rotation.
+          'webhook-signature': (valid as SigningSecretKey[])
+            .map((key) => signV1a(key, eventId, String(timestamp), body))
+            .join(' '),
         };
       }
       return signWebhook({ id: eventId, body, secrets: valid as SigningKey[], timestamp });
