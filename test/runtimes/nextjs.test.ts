@@ -53,6 +53,10 @@ describeRuntimeConformance({
   // Next.js answers /api/webhooks/ with a redirect to /api/webhooks, before the route runs.
   trailingSlash: false,
   edgeHeaders: { 'x-real-ip': '127.0.0.1' },
+  // A route handler has no socket to hold open: `next start` may close the connection once the
+  // 413 is sent, while a client that writes its whole body first is still writing (seen in one
+  // run of five), so that client may see a reset rather than the 413. Never another answer.
+  resetsUnreadBody: true,
   start,
 });
 
