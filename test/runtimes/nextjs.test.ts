@@ -1,7 +1,10 @@
 // @module-tag process
 // @module-tag build
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createTestEvent } from '@payhook/core/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -16,8 +19,8 @@ import {
   spawnServer,
 } from './runtime-conformance.js';
 
-// examples/web-nextjs, an App Router app (app/api/webhooks/route.js), built once with `next build`
-// and served with `next start` on this Node (scripts/test-on-node.sh runs it on 22 and 24 too).
+// examples/web-nextjs, an App Router app (app/api/webhooks/route.js), built with `next build` and
+// served with `next start` on this Node (scripts/test-on-node.sh runs it on 22 and 24 too).
 const app = `${ROOT}examples/web-nextjs`;
 const next = requireBinary(
   createRequire(`${app}/package.json`).resolve('next/dist/bin/next'),
@@ -26,12 +29,40 @@ const next = requireBinary(
 requireBuilt();
 const env = { NEXT_TELEMETRY_DISABLED: '1' };
 
+// What `next build` reads: the app, the shared example code and the built packages it bundles.
+const BUILD_INPUTS = [app, `${ROOT}examples/shared`, `${ROOT}packages/core/dist`, `${ROOT}packages/web/dist`];
+const BUILT_FROM = join(app, '.next/payhook-built-from');
+
+async function hashInputs(): Promise<string> {
+  // next's path names its version (node_modules/.pnpm/next@x.y.z...).
+  const hash = createHash('sha256').update(next);
+  const walk = async (dir: string): Promise<void> => {
+    const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
+      a.name.localeCompare(b.name),
+    );
+    for (const entry of entries) {
+      if (entry.name === 'node_modules' || entry.name === '.next') continue;
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) await walk(path);
+      else hash.update(path).update(await readFile(path));
+    }
+  };
+  for (const dir of BUILD_INPUTS) await walk(dir);
+  return hash.digest('hex');
+}
+
+// The build's output does not depend on the Node that serves it: a build of the same inputs (an
+// earlier run on another Node major, say) is served again rather than made again.
 beforeAll(async () => {
+  const inputs = await hashInputs();
+  if ((await readFile(BUILT_FROM, 'utf8').catch(() => '')) === inputs) return;
+  await rm(BUILT_FROM, { force: true });
   await promisify(execFile)(process.execPath, [next, 'build'], {
     cwd: app,
     env: { ...process.env, ...env },
     maxBuffer: 16 * 1024 * 1024,
   });
+  await writeFile(BUILT_FROM, inputs);
 }, 240_000);
 
 async function start(settings: Record<string, string>): Promise<RuntimeServer> {
