@@ -1,12 +1,18 @@
 // The signing secrets of endpoints that have their own (made through /webhook-endpoints): a
 // `whsec_` secret for v1, a `whsk_` key with its `whpk_` public key for v1a, rotated with the
-// rules of the business-wide secrets (signing/secrets.ts): an overlap of up to 7 days, at most 5
-// valid at once (docs/decisions.md, "Secrets per endpoint").
+// rule of the business-wide secrets (signing/secret-set.ts): an overlap of up to 7 days, at most
+// 5 valid at once (docs/decisions.md, "Secrets per endpoint").
 import { generateSigningKeyPair, generateSigningSecret } from '@payhook/core';
-import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Schema } from '../db/schema.js';
 import { isoMicros } from '../timestamps.js';
-import { MAX_VALID_SECRETS } from './secrets.js';
+import {
+  currentSecrets,
+  ensureSecret,
+  rotateSecrets,
+  type SecretSet,
+  type StoredSecret,
+} from './secret-set.js';
 
 type Db = Kysely<Schema> | Transaction<Schema>;
 
@@ -29,34 +35,26 @@ function freshSecret(scheme: SignatureScheme): { secret: string; public_key: str
   return { secret: pair.secretKey, public_key: pair.publicKey };
 }
 
+/** The endpoint's own secrets, of its scheme. */
+const endpointSecrets = (endpointId: string, scheme: SignatureScheme): SecretSet => ({
+  table: 'endpoint_signing_secrets',
+  owner: { endpoint_id: endpointId },
+  lock: `payhook:endpoint-signing:${endpointId}`,
+  fresh: () => freshSecret(scheme),
+});
+
 /** Makes the endpoint's first secret if it has none (safe against a concurrent call). */
-export async function ensureEndpointSecret(
+export function ensureEndpointSecret(db: Db, endpointId: string, scheme: SignatureScheme): Promise<void> {
+  return ensureSecret(db, endpointSecrets(endpointId, scheme));
+}
+
+/** The endpoint's valid secrets, the current one first (made first if it has none). */
+export function currentEndpointSecrets(
   db: Db,
   endpointId: string,
   scheme: SignatureScheme,
-): Promise<void> {
-  await db
-    .insertInto('endpoint_signing_secrets')
-    .values({ endpoint_id: endpointId, ...freshSecret(scheme) })
-    .onConflict((oc) => oc.column('endpoint_id').where('expires_at', 'is', null).doNothing())
-    .execute();
-}
-
-/** The endpoint's secrets valid at `now`, the current one first, then the previous ones newest first. */
-export function validEndpointSecrets(
-  db: Db,
-  endpointId: string,
-  now: Date = new Date(),
-): Promise<{ secret: string; public_key: string | null; created_at: Date; expires_at: Date | null }[]> {
-  return db
-    .selectFrom('endpoint_signing_secrets')
-    .select(['secret', 'public_key', 'created_at', 'expires_at'])
-    .where('endpoint_id', '=', endpointId)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
-    .orderBy(sql`expires_at is null`, 'desc')
-    .orderBy('created_at', 'desc')
-    .limit(MAX_VALID_SECRETS)
-    .execute();
+): Promise<StoredSecret[]> {
+  return currentSecrets(db, endpointSecrets(endpointId, scheme));
 }
 
 /**
@@ -73,11 +71,7 @@ export async function listEndpointSecrets(
   endpointId: string,
   scheme: SignatureScheme,
 ): Promise<EndpointSecretView[]> {
-  let rows = await validEndpointSecrets(db, endpointId);
-  if (!rows.some((row) => row.expires_at === null)) {
-    await ensureEndpointSecret(db, endpointId, scheme);
-    rows = await validEndpointSecrets(db, endpointId);
-  }
+  const rows = await currentEndpointSecrets(db, endpointId, scheme);
   return rows.map((row) => ({
     ...(row.public_key === null ? { secret: row.secret } : { public_key: row.public_key }),
     current: row.expires_at === null,
@@ -89,48 +83,14 @@ export async function listEndpointSecrets(
 /**
  * Rotates an endpoint's secret in the caller's transaction: the current one stays valid for
  * `overlapSeconds` more (0 ends it now), a new one of the endpoint's scheme becomes current, and
- * previous ones past {@link MAX_VALID_SECRETS} end now. Rotations of one endpoint queue on an
+ * previous ones past the five valid at once end now. Rotations of one endpoint queue on an
  * advisory lock, so each makes exactly one new secret.
  */
-export async function rotateEndpointSecret(
+export function rotateEndpointSecret(
   tx: Transaction<Schema>,
   endpointId: string,
   scheme: SignatureScheme,
   overlapSeconds: number,
 ): Promise<void> {
-  await sql`select pg_advisory_xact_lock(hashtext(${`payhook:endpoint-signing:${endpointId}`}))`.execute(tx);
-  await ensureEndpointSecret(tx, endpointId, scheme);
-  const now = (await sql<{ now: Date }>`select clock_timestamp() as now`.execute(tx)).rows[0]?.now as Date;
-  const until = new Date(new Date(now).getTime() + overlapSeconds * 1000);
-  await tx
-    .updateTable('endpoint_signing_secrets')
-    .set({ expires_at: until })
-    .where('endpoint_id', '=', endpointId)
-    .where('expires_at', 'is', null)
-    .execute();
-  await tx
-    .insertInto('endpoint_signing_secrets')
-    .values({ endpoint_id: endpointId, ...freshSecret(scheme) })
-    .execute();
-  const keep = await tx
-    .selectFrom('endpoint_signing_secrets')
-    .select('id')
-    .where('endpoint_id', '=', endpointId)
-    .where('expires_at', '>', now)
-    .orderBy('created_at', 'desc')
-    .limit(MAX_VALID_SECRETS - 1)
-    .execute();
-  await tx
-    .updateTable('endpoint_signing_secrets')
-    .set({ expires_at: now })
-    .where('endpoint_id', '=', endpointId)
-    .where('expires_at', '>', now)
-    .$if(keep.length > 0, (q) =>
-      q.where(
-        'id',
-        'not in',
-        keep.map((row) => row.id),
-      ),
-    )
-    .execute();
+  return rotateSecrets(tx, endpointSecrets(endpointId, scheme), overlapSeconds);
 }

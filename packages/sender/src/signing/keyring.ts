@@ -8,8 +8,8 @@ import {
   type WebhookSignatureHeaders,
 } from '@payhook/core';
 import type { Database } from '../db/database.js';
-import { ensureEndpointSecret, validEndpointSecrets } from './endpoint-secrets.js';
-import { ensureSigningSecret, type SecretOwner, validSigningSecrets } from './secrets.js';
+import { currentEndpointSecrets } from './endpoint-secrets.js';
+import { currentSigningSecrets, type SecretOwner } from './secrets.js';
 
 /** How long the secrets of a business are kept in memory before they are read again: 5 s. */
 export const KEYRING_TTL_MS = 5000;
@@ -73,11 +73,7 @@ export function signingKeyring(database: Database): SigningKeyring {
     );
     if (!endpoint || endpoint.account_secrets) return undefined;
     const scheme = endpoint.signature_scheme;
-    let rows = await database.delivery((db) => validEndpointSecrets(db, endpointId));
-    if (!rows.some((row) => row.expires_at === null)) {
-      await database.delivery((db) => ensureEndpointSecret(db, endpointId, scheme));
-      rows = await database.delivery((db) => validEndpointSecrets(db, endpointId));
-    }
+    const rows = await database.delivery((db) => currentEndpointSecrets(db, endpointId, scheme));
     return {
       scheme,
       keys: rows.map((row) => ({
@@ -89,12 +85,7 @@ export function signingKeyring(database: Database): SigningKeyring {
   }
 
   async function load(principal: SecretOwner): Promise<Entry> {
-    let rows = await database.delivery((db) => validSigningSecrets(db, principal));
-    if (!rows.some((row) => row.expires_at === null)) {
-      // A business whose secret was never made (its key came from the configuration).
-      await database.delivery((db) => ensureSigningSecret(db, principal));
-      rows = await database.delivery((db) => validSigningSecrets(db, principal));
-    }
+    const rows = await database.delivery((db) => currentSigningSecrets(db, principal));
     return {
       scheme: 'v1',
       keys: rows.map((row) => ({

@@ -1,9 +1,16 @@
 // The signing secrets of each business and mode: created with the business, rotated with an
 // overlap (docs/decisions.md, "Signatures beside the checksum").
 import { generateSigningSecret } from '@payhook/core';
-import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Mode, Schema } from '../db/schema.js';
 import { isoMicros } from '../timestamps.js';
+import {
+  currentSecrets,
+  ensureSecret,
+  rotateSecrets,
+  type SecretSet,
+  type StoredSecret,
+} from './secret-set.js';
 
 /** A business in one mode: test and live have their own secrets. */
 export interface SecretOwner {
@@ -15,13 +22,6 @@ export interface SecretOwner {
 export const DEFAULT_ROTATION_OVERLAP_SECONDS = 24 * 60 * 60;
 /** The longest overlap a rotation may ask for: 7 days. */
 export const MAX_ROTATION_OVERLAP_SECONDS = 7 * 24 * 60 * 60;
-/**
- * The most secrets valid at once: the current one and up to four previous ones (rotations in quick
- * succession). Past it the oldest previous secret ends at once, so no business can make every
- * attempt sign with an unbounded number of secrets.
- */
-export const MAX_VALID_SECRETS = 5;
-
 type Db = Kysely<Schema> | Transaction<Schema>;
 
 /** One secret as the API shows it to its own business. */
@@ -34,34 +34,28 @@ export interface SigningSecretView {
   expires_at: string | null;
 }
 
+/** The business's secrets, in one mode. */
+const businessSecrets = ({ businessId, mode }: SecretOwner): SecretSet => ({
+  table: 'signing_secrets',
+  owner: { business_id: businessId, mode },
+  lock: `payhook:signing:${mode}:${businessId}`,
+  fresh: () => ({ secret: generateSigningSecret() }),
+});
+
 /**
  * Makes the business's first secret if it has none: one statement, safe against a concurrent
  * call (the unique index on the current secret keeps one).
  */
-export async function ensureSigningSecret(db: Db, principal: SecretOwner): Promise<void> {
-  await db
-    .insertInto('signing_secrets')
-    .values({ business_id: principal.businessId, mode: principal.mode, secret: generateSigningSecret() })
-    .onConflict((oc) => oc.columns(['business_id', 'mode']).where('expires_at', 'is', null).doNothing())
-    .execute();
+export function ensureSigningSecret(db: Db, principal: SecretOwner): Promise<void> {
+  return ensureSecret(db, businessSecrets(principal));
 }
 
-/** The secrets valid now, the current one first, then the previous ones newest first. */
-export async function validSigningSecrets(
-  db: Db,
-  principal: SecretOwner,
-  now: Date = new Date(),
-): Promise<{ secret: string; created_at: Date; expires_at: Date | null }[]> {
-  return db
-    .selectFrom('signing_secrets')
-    .select(['secret', 'created_at', 'expires_at'])
-    .where('business_id', '=', principal.businessId)
-    .where('mode', '=', principal.mode)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
-    .orderBy(sql`expires_at is null`, 'desc')
-    .orderBy('created_at', 'desc')
-    .limit(MAX_VALID_SECRETS)
-    .execute();
+/**
+ * The secrets valid now, the current one first, then the previous ones newest first; a business
+ * whose secret was never made (its key came from the configuration) gets one first.
+ */
+export function currentSigningSecrets(db: Db, principal: SecretOwner): Promise<StoredSecret[]> {
+  return currentSecrets(db, businessSecrets(principal));
 }
 
 /**
@@ -75,11 +69,7 @@ export async function validSigningSecrets(
  * ```
  */
 export async function listSigningSecrets(db: Db, principal: SecretOwner): Promise<SigningSecretView[]> {
-  let rows = await validSigningSecrets(db, principal);
-  if (!rows.some((row) => row.expires_at === null)) {
-    await ensureSigningSecret(db, principal);
-    rows = await validSigningSecrets(db, principal);
-  }
+  const rows = await currentSigningSecrets(db, principal);
   return rows.map((row) => ({
     secret: row.secret,
     current: row.expires_at === null,
@@ -91,55 +81,13 @@ export async function listSigningSecrets(db: Db, principal: SecretOwner): Promis
 /**
  * Rotates in one transaction: the current secret becomes a previous one, valid for
  * `overlapSeconds` more (0 ends it at once, for a secret that leaked), a new one becomes current,
- * and previous secrets past {@link MAX_VALID_SECRETS} end now. Concurrent rotations of one
+ * and previous secrets past the five valid at once end now. Concurrent rotations of one
  * business queue on an advisory lock, so each makes exactly one new secret.
  */
-export async function rotateSigningSecret(
+export function rotateSigningSecret(
   tx: Transaction<Schema>,
   principal: SecretOwner,
   overlapSeconds: number,
 ): Promise<void> {
-  const { businessId, mode } = principal;
-  // Rotations of one business queue on a lock of their own, held to the commit: each one sees
-  // the current secret the one before it made.
-  await sql`select pg_advisory_xact_lock(hashtext(${`payhook:signing:${mode}:${businessId}`}))`.execute(tx);
-  await ensureSigningSecret(tx, principal);
-  const current = await tx
-    .selectFrom('signing_secrets')
-    .select(['id'])
-    .where('business_id', '=', businessId)
-    .where('mode', '=', mode)
-    .where('expires_at', 'is', null)
-    .executeTakeFirstOrThrow();
-  const now = (await sql<{ now: Date }>`select clock_timestamp() as now`.execute(tx)).rows[0]?.now as Date;
-  const until = new Date(new Date(now).getTime() + overlapSeconds * 1000);
-  await tx.updateTable('signing_secrets').set({ expires_at: until }).where('id', '=', current.id).execute();
-  await tx
-    .insertInto('signing_secrets')
-    .values({ business_id: businessId, mode, secret: generateSigningSecret() })
-    .execute();
-  // Keep the newest previous secrets only (the current one and MAX_VALID_SECRETS - 1 others).
-  const keep = await tx
-    .selectFrom('signing_secrets')
-    .select('id')
-    .where('business_id', '=', businessId)
-    .where('mode', '=', mode)
-    .where('expires_at', '>', now)
-    .orderBy('created_at', 'desc')
-    .limit(MAX_VALID_SECRETS - 1)
-    .execute();
-  await tx
-    .updateTable('signing_secrets')
-    .set({ expires_at: now })
-    .where('business_id', '=', businessId)
-    .where('mode', '=', mode)
-    .where('expires_at', '>', now)
-    .$if(keep.length > 0, (q) =>
-      q.where(
-        'id',
-        'not in',
-        keep.map((row) => row.id),
-      ),
-    )
-    .execute();
+  return rotateSecrets(tx, businessSecrets(principal), overlapSeconds);
 }

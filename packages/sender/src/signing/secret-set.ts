@@ -1,0 +1,97 @@
+// The rotation rule of signing secrets, written once for both kinds of owner: a business in one
+// mode (signing_secrets) and an endpoint with secrets of its own (endpoint_signing_secrets). An
+// owner has one current secret and up to MAX_VALID_SECRETS - 1 previous ones, each valid until
+// its expires_at; a rotation makes a new current secret and leaves the old one valid for the
+// overlap asked (docs/decisions.md, "Signatures beside the checksum", "Secrets per endpoint").
+import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
+import type { Schema } from '../db/schema.js';
+
+type Db = Kysely<Schema> | Transaction<Schema>;
+
+/**
+ * The most secrets valid at once: the current one and up to four previous ones (rotations in quick
+ * succession). Past it the oldest previous secret ends at once, so no owner can make every attempt
+ * sign with an unbounded number of secrets.
+ */
+export const MAX_VALID_SECRETS = 5;
+
+/** One owner's secrets: where they are kept, and how a new one is made. */
+export interface SecretSet {
+  table: 'signing_secrets' | 'endpoint_signing_secrets';
+  /** The owner's columns and values: `{ business_id, mode }` or `{ endpoint_id }`. */
+  owner: Record<string, string>;
+  /** The advisory lock the owner's rotations queue on. */
+  lock: string;
+  /** The columns of a new secret: `{ secret }`, or `{ secret, public_key }` for a key pair. */
+  fresh: () => Record<string, string | null>;
+}
+
+/** A valid secret, as the table keeps it (`public_key` is null for an HMAC secret). */
+export interface StoredSecret {
+  secret: string;
+  public_key: string | null;
+  created_at: Date;
+  expires_at: Date | null;
+}
+
+const ofOwner = (set: SecretSet): RawBuilder<unknown> =>
+  sql.join(
+    Object.entries(set.owner).map(([column, value]) => sql`${sql.ref(column)} = ${value}`),
+    sql` and `,
+  );
+
+/** Makes the owner's first secret if it has none: one statement, safe against a concurrent call. */
+export async function ensureSecret(db: Db, set: SecretSet): Promise<void> {
+  const row = { ...set.owner, ...set.fresh() };
+  const columns = (names: string[]) => sql.join(names.map((name) => sql.ref(name)));
+  // The unique index on the owner's current secret keeps one.
+  await sql`insert into ${sql.table(set.table)} (${columns(Object.keys(row))})
+    values (${sql.join(Object.values(row))})
+    on conflict (${columns(Object.keys(set.owner))}) where expires_at is null do nothing`.execute(db);
+}
+
+/** The owner's secrets valid at `now`, the current one first, then the previous ones newest first. */
+export async function validSecrets(db: Db, set: SecretSet, now: Date = new Date()): Promise<StoredSecret[]> {
+  const publicKey = set.table === 'endpoint_signing_secrets' ? sql`public_key` : sql`null::text`;
+  const { rows } = await sql<StoredSecret>`select secret, ${publicKey} as public_key, created_at, expires_at
+    from ${sql.table(set.table)}
+    where ${ofOwner(set)} and (expires_at is null or expires_at > ${now})
+    order by expires_at is null desc, created_at desc
+    limit ${MAX_VALID_SECRETS}`.execute(db);
+  return rows;
+}
+
+/** {@link validSecrets}, with a current secret made first if the owner has none. */
+export async function currentSecrets(db: Db, set: SecretSet): Promise<StoredSecret[]> {
+  const rows = await validSecrets(db, set);
+  if (rows.some((row) => row.expires_at === null)) return rows;
+  await ensureSecret(db, set);
+  return validSecrets(db, set);
+}
+
+/**
+ * Rotates in the caller's transaction: the current secret stays valid for `overlapSeconds` more
+ * (0 ends it now, for a secret that leaked), a new one becomes current, and previous secrets past
+ * {@link MAX_VALID_SECRETS} end now. Rotations of one owner queue on an advisory lock held to the
+ * commit, so each sees the secret the one before it made, and makes exactly one new one.
+ */
+export async function rotateSecrets(
+  tx: Transaction<Schema>,
+  set: SecretSet,
+  overlapSeconds: number,
+): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtext(${set.lock}))`.execute(tx);
+  await ensureSecret(tx, set);
+  const now = (await sql<{ now: Date }>`select clock_timestamp() as now`.execute(tx)).rows[0]?.now as Date;
+  const until = new Date(new Date(now).getTime() + overlapSeconds * 1000);
+  const table = sql.table(set.table);
+  await sql`update ${table} set expires_at = ${until} where ${ofOwner(set)} and expires_at is null`.execute(
+    tx,
+  );
+  await ensureSecret(tx, set);
+  // The newest previous secrets stay (the current one and MAX_VALID_SECRETS - 1 others).
+  await sql`update ${table} set expires_at = ${now}
+    where ${ofOwner(set)} and expires_at > ${now} and id not in (
+      select id from ${table} where ${ofOwner(set)} and expires_at > ${now}
+      order by created_at desc limit ${MAX_VALID_SECRETS - 1})`.execute(tx);
+}
