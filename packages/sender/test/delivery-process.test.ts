@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
+import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 import { type Database, openDatabase } from '../src/index.js';
 import { sessionRequest as session } from './fixtures/requests.js';
 import { type SenderProcess, spawnSender } from './fixtures/sender-process.js';
@@ -84,9 +85,11 @@ describe('the delivery worker in sender processes', { timeout: 180_000 }, () => 
     return p;
   }
 
+  /** A data directory holding a migrated, empty database: the processes do not make one first. */
   async function pgliteDir() {
     const dir = await mkdtemp(join(tmpdir(), 'payhook-delivery-process-'));
     dirs.push(dir);
+    await copyPgliteTemplate(join(dir, 'data'));
     return join(dir, 'data');
   }
 
