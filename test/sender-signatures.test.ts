@@ -18,6 +18,7 @@ import { Webhook as SvixWebhook } from 'svix';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runningApp } from './conformance/adapter-conformance.js';
 import { apiClient } from './support/api-client.js';
+import { copyPgliteTemplate } from './support/pglite-template.js';
 
 // The real sender signs every attempt; receivers built on three libraries verify it: payhook's
 // (signature required, checksum too), the `standardwebhooks` package and Svix's. Then the secret
@@ -168,6 +169,7 @@ describe('signatures from the sender, verified by payhook, standardwebhooks and 
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'payhook-signatures-'));
+    await copyPgliteTemplate(join(dir, 'data'));
     database = await openDatabase({ dataDir: join(dir, 'data') });
     app = await buildApp({
       database,

@@ -20,6 +20,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADAPTER_APPS, type AdapterApp } from './support/adapter-apps.js';
 import { apiClient } from './support/api-client.js';
+import { copyPgliteTemplate } from './support/pglite-template.js';
 
 // The sender and a receiver made with each adapter, over real HTTP on loopback: a payment session
 // goes create -> capture -> sandbox completion, the delivery worker (started as the sender
@@ -187,6 +188,7 @@ describe('sender -> receivers end to end (PGlite, every adapter)', { timeout: 60
   // Opening PGlite and migrating takes a few seconds on a busy machine.
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'payhook-e2e-'));
+    await copyPgliteTemplate(join(dir, 'data'));
     database = await openDatabase({ dataDir: join(dir, 'data') });
     app = await buildApp({
       database,

@@ -22,6 +22,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runningApp } from './conformance/adapter-conformance.js';
 import { apiClient } from './support/api-client.js';
+import { copyPgliteTemplate } from './support/pglite-template.js';
 
 // A v1a endpoint end to end: the real sender signs its attempts with Ed25519, and a payhook
 // receiver that holds only the endpoint's whpk_ public key (and requires a signature) accepts
@@ -110,6 +111,7 @@ describe('v1a signatures from the sender, verified by a payhook receiver with a 
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'payhook-v1a-'));
+    await copyPgliteTemplate(join(dir, 'data'));
     database = await openDatabase({ dataDir: join(dir, 'data') });
     app = await buildApp({
       database,
