@@ -5,6 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 import { createApiKey } from '../../sender/src/index.js';
 import { startTestApp, type TestApp } from '../../sender/test/fixtures/app.js';
 import { exitCode, payhookCli, startServe, startTriggerReceiver } from './run-cli.js';
@@ -22,6 +23,7 @@ describe('payhook endpoints, and the settings payhook serve prints', { timeout: 
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'payhook-endpoints-'));
+    await copyPgliteTemplate(join(dir, 'data'));
     sender = await startServe(join(dir, 'data'), BIZ, ['--allow-private-webhooks'], ENV);
     const lines = sender.out
       .trim()
