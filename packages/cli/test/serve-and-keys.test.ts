@@ -1,5 +1,6 @@
 // @module-tag process
 // @module-tag build
+// @module-tag pglite
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
@@ -9,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 import { sessionRequest } from '../../sender/test/fixtures/requests.js';
 import { bin, exitCode, payhookCli, startServe } from './run-cli.js';
 
@@ -39,6 +41,8 @@ describe('payhook keys and payhook serve', { timeout: 300_000 }, () => {
     const dir = await mkdtemp(join(tmpdir(), 'payhook-cli-keys-'));
     const dataDir = join(dir, 'data');
     const keys = (...args: string[]) => payhookCli(['keys', ...args, '--data-dir', dataDir]);
+    // Keys on an existing, empty database: the first start is the next test's.
+    await copyPgliteTemplate(dataDir);
     try {
       const created = await keys('create', '--business-id', BIZ, '--mode', 'live', '--json');
       expect(created.code).toBe(0);
@@ -234,6 +238,7 @@ describe('payhook keys and payhook serve', { timeout: 300_000 }, () => {
     const receiver = createServer(() => void received++);
     receiver.listen(0, '127.0.0.1');
     await once(receiver, 'listening');
+    await copyPgliteTemplate(join(dir, 'data'));
     const sender = await startServe(join(dir, 'data'), BIZ, ['--allow-private-webhooks'], {
       ...ENV,
       LOG_LEVEL: 'info',
