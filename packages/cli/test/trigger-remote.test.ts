@@ -11,6 +11,7 @@ import { createApiKey, loadConfig, type SenderService, startSender } from '@payh
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProxy } from '../../../test/support/fault-proxy.js';
 import { freePort } from '../../../test/support/free-port.js';
+import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 import { payhookCli, startTriggerReceiver } from './run-cli.js';
 
 const BIZ = 'biz_trigger_remote';
@@ -50,6 +51,7 @@ describe('payhook trigger --base-url', { timeout: 300_000 }, () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'payhook-trigger-remote-'));
+    await copyPgliteTemplate(join(dir, 'data'));
     sender = await startSender({
       config: loadConfig({
         PORT: '0',
