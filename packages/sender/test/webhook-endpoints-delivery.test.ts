@@ -15,6 +15,7 @@ import {
   type Database,
   type DeliveryWorker,
   loadConfig,
+  type Resolver,
   writeEvent,
 } from '../src/index.js';
 import { sessionRequest } from './fixtures/requests.js';
@@ -22,6 +23,16 @@ import { openTestDatabase } from './fixtures/storage.js';
 
 const TYPES = ['payment.session.created', 'payment.session.succeeded', 'payment.session.failed'] as const;
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+
+/**
+ * The worker's resolver: every host name is unknown, at once. The receivers are IP literals; the
+ * other deliveries the tests write go to `.example` names (reserved: they never resolve), which
+ * the system resolver may take its whole timeout to fail, seconds per attempt (up to 5 s each
+ * where no DNS server answers), all of them before `runDue` returns.
+ */
+const noSuchHost: Resolver = async (host) => {
+  throw new Error(`ENOTFOUND ${host}`);
+};
 
 /** An independent Ed25519 check of one `v1a,<sig>` entry with node:crypto, from the spec's text. */
 function nodeVerifies(
@@ -114,7 +125,10 @@ describe.each(['pglite', 'postgres'] as const)(
     }
 
     async function runWorker(): Promise<void> {
-      const worker = createDeliveryWorker({ database, client: createDeliveryClient({ allowPrivate: true }) });
+      const worker = createDeliveryWorker({
+        database,
+        client: createDeliveryClient({ allowPrivate: true, resolve: noSuchHost }),
+      });
       workers.push(worker);
       await worker.runDue();
     }
