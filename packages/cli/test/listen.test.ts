@@ -1,5 +1,6 @@
 // @module-tag process
 // @module-tag build
+// @module-tag pglite
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -11,6 +12,7 @@ import { payhook } from '@payhook/express';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FaultProxy, startProxy } from '../../../test/support/fault-proxy.js';
+import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 import { sessionRequest } from '../../sender/test/fixtures/requests.js';
 import { bin, exitCode, payhookCli, started, startServe, startTriggerReceiver } from './run-cli.js';
 
@@ -43,6 +45,7 @@ describe('payhook listen', { timeout: 300_000 }, () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'payhook-listen-'));
+    await copyPgliteTemplate(join(dir, 'data'));
     sender = await startServe(join(dir, 'data'), BIZ, [], ENV);
     base = sender.url;
     key = sender.apiKey;
