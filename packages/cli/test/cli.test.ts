@@ -30,6 +30,11 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
       expect(help.code).toBe(0);
       expect(help.stdout).toMatch(new RegExp(`^Usage: payhook ${name}`));
       expect(help.stdout).toMatch(/Examples?:/);
+      if (name === 'trigger') {
+        expect(help.stdout).toContain(
+          'Events: payment.session.created, payment.session.succeeded, payment.session.failed',
+        );
+      }
     }
     expect(top.stdout).toContain('Exit codes');
   });
@@ -85,9 +90,6 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
       BIZ,
     ]);
     expect(far.stderr).not.toContain('Did you mean');
-    expect((await payhookCli(['trigger', '--help'])).stdout).toContain(
-      'Events: payment.session.created, payment.session.succeeded, payment.session.failed',
-    );
     const mode = await payhookCli(['verify', '--business-id', BIZ, '--canonicalization', 'xml']);
     expect(mode.code).toBe(2);
     expect(mode.stderr).toContain('auto, jcs, lexical');
