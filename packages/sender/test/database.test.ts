@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 import { appliedMigrations, DataDirLockedError, openDatabase } from '../src/index.js';
 
 import { dropSchema, openTestDatabase, TEST_DATABASE_URL } from './fixtures/storage.js';
@@ -39,6 +40,13 @@ async function tempDir(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-'));
   dirs.push(dir);
   return join(dir, 'data');
+}
+
+/** A data directory holding a migrated, empty database, for the tests that are not of a first start. */
+async function migratedDir(): Promise<string> {
+  const dataDir = await tempDir();
+  await copyPgliteTemplate(dataDir);
+  return dataDir;
 }
 
 afterAll(async () => {
@@ -78,7 +86,7 @@ describe('openDatabase', { timeout: 60_000 }, () => {
   });
 
   it('runs transactions one at a time on PGlite, and rolls back a failed one', async () => {
-    const { db, close } = await openDatabase({ dataDir: await tempDir() });
+    const { db, close } = await openDatabase({ dataDir: await migratedDir() });
     const insert = (hash: string) =>
       db.transaction().execute(async (tx) => {
         await tx
@@ -99,7 +107,7 @@ describe('openDatabase', { timeout: 60_000 }, () => {
   });
 
   it('refuses a second process on a locked PGlite directory, and opens after the holder is killed with -9', async () => {
-    const dataDir = await tempDir();
+    const dataDir = await migratedDir();
     const child = spawn(process.execPath, [holder, dataDir], { stdio: ['ignore', 'pipe', 'inherit'] });
     const [line] = (await once(
       createInterface({ input: child.stdout as NodeJS.ReadableStream }),
