@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../../../test/support/free-port.js';
+import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 
 const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 
@@ -16,6 +17,9 @@ const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 describe('the sender process', { timeout: 60_000 }, () => {
   it('starts on PGlite from the environment, serves /healthz, and exits 0 on SIGTERM', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'payhook-main-'));
+    // An existing, migrated database, as on every start after the first (making one from nothing
+    // is database.test.ts's, and `payhook serve`'s first start the CLI's tests').
+    await copyPgliteTemplate(join(dir, 'data'));
     const port = await freePort();
     const child = spawn(process.execPath, [main], {
       env: {
