@@ -75,18 +75,19 @@ interface Backend {
 
 /** The handlers' effect counters (a hash of counts by event) once `expected` events have one, or after 30 s. */
 async function effects(reader: Redis | Cluster, key: string, expected: number): Promise<number[]> {
-  let counts: number[] = [];
-  for (let i = 0; i < 600; i++) {
-    counts = Object.values(await reader.hgetall(key)).map(Number);
-    if (counts.length >= expected) break;
+  // Waits on the hash's length, and reads the thousands of counters once.
+  for (let i = 0; i < 600 && (await reader.hlen(key)) < expected; i++) {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return counts;
+  return Object.values(await reader.hgetall(key)).map(Number);
 }
 
 // Real receiver processes over real HTTP sharing the real Redis; these run one at a time.
 describe.sequential('several receiver processes sharing Redis', { timeout: 120_000 }, () => {
-  it('processes each of 5,000 events exactly once (20% delivered twice, 10% to two instances at once)', async () => {
+  // 2,000 events: 200 delivered to two instances at once and 200 again later, on three processes.
+  // The races themselves are the next test's (hundreds of copies at once), and the partition test
+  // holds 1,000 more events to exactly once on this server.
+  it('processes each of 2,000 events exactly once (20% delivered twice, 10% to two instances at once)', async () => {
     const prefix = randomPrefix();
     prefixes.push(prefix);
     const instances = await Promise.all(
@@ -95,9 +96,9 @@ describe.sequential('several receiver processes sharing Redis', { timeout: 120_0
       ),
     );
     const urls = instances.map((i) => `http://127.0.0.1:${i.port}/webhooks`);
-    const sent = await stream({ urls, businessId: BIZ, count: 5000, parallel: 30 });
+    const sent = await stream({ urls, businessId: BIZ, count: 2000, parallel: 30 });
     const counts = await effects(redis, `${prefix}:effects`, sent.length);
-    expect(counts).toHaveLength(5000);
+    expect(counts).toHaveLength(2000);
     expect(counts.filter((n) => n !== 1)).toEqual([]);
     const byInstance = Object.values(await redis.hgetall(`${prefix}:runs-by`)).map(Number);
     expect(byInstance).toHaveLength(3);
@@ -181,10 +182,14 @@ describe.sequential('several receiver processes sharing Redis', { timeout: 120_0
       const statuses = new Map<number, number>();
       let unrecorded = 0;
       let faulted = false;
+      // The fault starts at the 400th event and lasts 1.5 s; every one of the 20 senders is then
+      // mid-delivery and retries until Redis is back (none can move on meanwhile), so the partition
+      // meets a full load of deliveries whatever follows it: 600 more events, after, prove the
+      // recovery.
       const sent = await stream({
         urls,
         businessId: BIZ,
-        count: 1500,
+        count: 1000,
         parallel: 20,
         onAnswer: async (status: number, body: string) => {
           statuses.set(status, (statuses.get(status) ?? 0) + 1);
@@ -210,7 +215,7 @@ describe.sequential('several receiver processes sharing Redis', { timeout: 120_0
       );
       expect(statuses.get(503) ?? 0).toBeGreaterThan(0);
       expect(unrecorded).toBe(0);
-      expect(counts).toHaveLength(1500);
+      expect(counts).toHaveLength(1000);
       expect(counts.filter((n) => n !== 1)).toEqual([]);
     } finally {
       await proxy.close();
