@@ -1,18 +1,20 @@
-import { base64Of, joinBytes, utf8Bytes, utf8Slice } from './bytes.js';
+import { base64Of, joinBytes, utf8Bytes } from './bytes.js';
 import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
 import { type AppliedCanonicalization, candidateMessages, hmacHex, type VerifyOptions } from './checksum.js';
+import { matchV1a, matchV1aAsync } from './ed25519.js';
 import { parseEnvelope, type VerifyInput } from './envelope.js';
 import { isPayhookError, PayhookError } from './errors.js';
+import {
+  explainSignatureWith,
+  formatSignatureExplanation,
+  type SignatureDigests,
+  type SignatureExplanation,
+} from './explain-signature.js';
 import { hmacWeb } from './hmac-web.js';
 import { type CryptoPath, resolveCryptoPath } from './platform.js';
 import {
-  DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
-  isTimestampText,
-  parseSigningSecret,
   type ReceivedSignature,
   readSignatureHeaders,
-  SIGNING_SECRET_PREFIX,
-  type SigningKey,
   signatureDigest,
   type VerifySignatureOptions,
 } from './webhook-signature.js';
@@ -61,10 +63,14 @@ export interface ChecksumExplanation {
 
 /** Options of {@link explainChecksumMismatch}: `verifyChecksum`'s, and the signature to explain. */
 export interface ExplainOptions extends VerifyOptions {
-  /** The request's headers and the receiver's signing secrets, to explain `webhook-signature` too. */
+  /**
+   * The request's headers and the receiver's signing secrets (`v1`) and public keys (`v1a`), to
+   * explain `webhook-signature` too.
+   */
   signature?: {
     headers: Readonly<Record<string, string | readonly string[] | undefined>>;
     secrets: readonly string[];
+    publicKeys?: readonly string[];
     toleranceSeconds?: number;
     /** The clock, in ms (default now). */
     now?: number;
@@ -91,15 +97,16 @@ export function explainChecksumMismatch(input: VerifyInput, options: ExplainOpti
   return explainWith(input, options, nodeDigests);
 }
 
-/** The HMACs an explanation shows: the checksum of a string, the `v1` signature of a request. */
-interface Digests {
+/** What an explanation computes: the checksum of a string, and the request's signatures. */
+interface Digests extends SignatureDigests {
   checksum(message: string, businessId: string): string;
-  signature(key: Uint8Array, id: string, timestamp: string, body: string | Uint8Array): string;
 }
 
 const nodeDigests: Digests = {
   checksum: hmacHex,
   signature: (key, id, timestamp, body) => base64Of(signatureDigest(key, id, timestamp, body)),
+  v1a: (key, signatures, id, timestamp, body) =>
+    matchV1a([key], signatures, joinBytes(`${id}.${timestamp}.`, body)) >= 0,
 };
 
 function explainWith(input: VerifyInput, options: ExplainOptions, digests: Digests): ChecksumExplanation {
@@ -138,6 +145,10 @@ export async function explainChecksumMismatchAsync(
       want(`s\u0000${base64Of(key)}\u0000${id}\u0000${timestamp}`, async () =>
         base64Of(await hmacWeb(key, joinBytes(`${id}.${timestamp}.`, body))),
       ),
+    v1a: (key, signatures, id, timestamp, body) =>
+      want(`a\u0000${key.publicKey}\u0000${id}\u0000${timestamp}`, async () =>
+        String((await matchV1aAsync([key], signatures, joinBytes(`${id}.${timestamp}.`, body))) >= 0),
+      ) === 'true',
   };
   explainWith(input, options, web);
   await Promise.all(pending);
@@ -278,103 +289,19 @@ export function formatMismatch(explanation: ChecksumExplanation): string {
 }
 
 /**
- * For a human debugging a signature mismatch: the exact string signed (`id.timestamp.` and the
- * body's first characters), the signature each configured secret gives, and the signatures
- * the request lists. Secrets are named by index and their first characters only.
+ * Explains a Standard Webhooks signature on node:crypto (see {@link SignatureExplanation}); never
+ * throws on bad input.
+ *
+ * @example
+ * ```ts
+ * const explanation = explainSignature(readSignatureHeaders(req.headers), rawBody, { publicKeys: ['whpk_...'] });
+ * console.log(formatSignatureExplanation(explanation));
+ * ```
  */
-export interface SignatureExplanation {
-  ok: boolean;
-  /** The string each secret signed: `id.timestamp.body`, the body cut to 120 characters. */
-  signedContent: string | undefined;
-  listed: string[];
-  secrets: { index: number; secretPrefix: string; expected: string; matches: boolean }[];
-  /** The timestamp's distance from the clock, in seconds, and whether it is within the tolerance. */
-  skewSeconds: number | undefined;
-  withinTolerance: boolean | undefined;
-  /** Why the headers could not be checked (missing or malformed). */
-  problem?: string;
-}
-
-/** Builds a {@link SignatureExplanation}; never throws on bad input. */
 export function explainSignature(
   received: ReceivedSignature,
   body: string | Uint8Array,
   options: VerifySignatureOptions,
 ): SignatureExplanation {
   return explainSignatureWith(received, body, options, nodeDigests);
-}
-
-function explainSignatureWith(
-  received: ReceivedSignature,
-  body: string | Uint8Array,
-  options: VerifySignatureOptions,
-  digests: Digests,
-): SignatureExplanation {
-  const { id, timestamp, signature } = received;
-  const listed = signature ? signature.split(' ').filter(Boolean) : [];
-  if (!id || !timestamp || !signature) {
-    return {
-      ok: false,
-      signedContent: undefined,
-      listed,
-      secrets: [],
-      skewSeconds: undefined,
-      withinTolerance: undefined,
-      problem: `missing header(s): ${[!id && 'webhook-id', !timestamp && 'webhook-timestamp', !signature && 'webhook-signature'].filter(Boolean).join(', ')}`,
-    };
-  }
-  const text = typeof body === 'string' ? body : utf8Slice(body, 0, body.length);
-  const skew = isTimestampText(timestamp)
-    ? Math.round((options.now ?? Date.now()) / 1000 - Number(timestamp))
-    : undefined;
-  const tolerance = options.toleranceSeconds ?? DEFAULT_SIGNATURE_TOLERANCE_SECONDS;
-  const secrets: SignatureExplanation['secrets'] = [];
-  (options.secrets ?? []).forEach((s, index) => {
-    let key: SigningKey;
-    try {
-      key = typeof s === 'string' ? parseSigningSecret(s) : s;
-    } catch {
-      secrets.push({ index, secretPrefix: '(invalid secret)', expected: '', matches: false });
-      return;
-    }
-    const expected = `v1,${digests.signature(key.key, id, timestamp, body)}`;
-    secrets.push({
-      index,
-      secretPrefix: `${key.secret.slice(0, SIGNING_SECRET_PREFIX.length + 4)}...`,
-      expected,
-      matches: listed.includes(expected),
-    });
-  });
-  const withinTolerance = skew === undefined ? undefined : Math.abs(skew) <= tolerance;
-  return {
-    ok: withinTolerance === true && secrets.some((s) => s.matches),
-    signedContent: `${id}.${timestamp}.${text.length > 120 ? `${text.slice(0, 120)}...` : text}`,
-    listed,
-    secrets,
-    skewSeconds: skew,
-    withinTolerance,
-    ...(skew === undefined ? { problem: 'webhook-timestamp is not a whole number of seconds' } : {}),
-  };
-}
-
-/**
- * A {@link SignatureExplanation} as lines for a terminal: the verdict, the string signed, the
- * timestamp's skew, the signatures listed and the one each secret gives.
- */
-export function formatSignatureExplanation(s: SignatureExplanation): string {
-  const lines = [s.ok ? 'The signature verifies.' : 'The signature does not verify.'];
-  if (s.problem) lines.push(`  ${s.problem}`);
-  if (s.signedContent !== undefined) lines.push(`  signed:   ${s.signedContent}`);
-  if (s.skewSeconds !== undefined) {
-    lines.push(
-      `  timestamp: ${s.skewSeconds} s from this clock (${s.withinTolerance ? 'within' : 'OUTSIDE'} the tolerance)`,
-    );
-  }
-  for (const listed of s.listed) lines.push(`  listed:   ${listed}`);
-  for (const secret of s.secrets) {
-    lines.push(
-      `  ${secret.matches ? 'MATCH' : 'no match'}  secret #${secret.index + 1} (${secret.secretPrefix}) -> ${secret.expected}`,
-    );
-  }
-  return lines.join('\n');
 }

@@ -94,15 +94,15 @@ export type {
   ChecksumCandidate,
   ChecksumExplanation,
   ExplainOptions,
-  SignatureExplanation,
 } from './explain.js';
 export {
   explainChecksumMismatch,
   explainChecksumMismatchAsync,
   explainSignature,
   formatMismatch,
-  formatSignatureExplanation,
 } from './explain.js';
+export type { SignatureExplanation } from './explain-signature.js';
+export { formatSignatureExplanation } from './explain-signature.js';
 export type { ClientIpInput, IpAllowList } from './ip.js';
 export { createIpAllowList, normalizeIp, resolveClientIp } from './ip.js';
 export type { LexicalOptions } from './lexical-canonical-json.js';

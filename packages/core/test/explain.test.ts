@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { computeChecksum, explainChecksumMismatch, formatMismatch } from '../src/index.js';
+import {
+  computeChecksum,
+  explainChecksumMismatch,
+  explainSignature,
+  formatMismatch,
+  formatSignatureExplanation,
+  generateSigningKeyPair,
+  generateSigningSecret,
+  readSignatureHeaders,
+  signWebhook,
+  signWebhookV1a,
+} from '../src/index.js';
 import { bodyWith, signText } from './fixtures/encode.js';
 
 const BIZ = 'biz-7f3e';
@@ -51,5 +62,62 @@ describe('explainChecksumMismatch', () => {
     const explanation = explainChecksumMismatch({ rawBody: '{"event":' }, { businessIds: [BIZ] });
     expect(explanation.error?.code).toBe('malformed_payload');
     expect(formatMismatch(explanation)).toMatch(/could not be read/);
+  });
+});
+
+describe('explainSignature', () => {
+  const body = '{"event":"payment.session.created","data":{}}';
+
+  it('says which v1a public key verifies a listed signature, and that another key pair does not', () => {
+    const pair = generateSigningKeyPair();
+    const other = generateSigningKeyPair();
+    const headers = signWebhookV1a({ id: 'evt_1', body, secretKeys: [pair.secretKey] });
+    const received = readSignatureHeaders(headers);
+    const explanation = explainSignature(received, body, { publicKeys: [other.publicKey, pair.publicKey] });
+    expect(explanation.ok).toBe(true);
+    expect(explanation.publicKeys).toEqual([
+      { index: 0, keyPrefix: `${other.publicKey.slice(0, 9)}...`, matches: false },
+      { index: 1, keyPrefix: `${pair.publicKey.slice(0, 9)}...`, matches: true },
+    ]);
+    const text = formatSignatureExplanation(explanation);
+    expect(text).toContain('The signature verifies.');
+    expect(text).toContain(
+      `no match  public key #1 (${other.publicKey.slice(0, 9)}...) -> verifies no listed v1a signature`,
+    );
+    expect(text).toContain(
+      `MATCH  public key #2 (${pair.publicKey.slice(0, 9)}...) -> verifies a listed v1a signature`,
+    );
+    // The body changed after signing: no key verifies, and the string signed is shown.
+    const tampered = explainSignature(received, `${body} `, { publicKeys: [pair.publicKey] });
+    expect(tampered.ok).toBe(false);
+    expect(tampered.publicKeys[0]?.matches).toBe(false);
+    expect(tampered.signedContent).toBe(`evt_1.${headers['webhook-timestamp']}.${body} `);
+  });
+
+  it('explains v1 and v1a side by side, and names a public key it cannot read without throwing', () => {
+    const secret = generateSigningSecret();
+    const pair = generateSigningKeyPair();
+    const v1 = signWebhook({ id: 'evt_2', body, secrets: [secret] });
+    const v1a = signWebhookV1a({
+      id: 'evt_2',
+      body,
+      secretKeys: [pair.secretKey],
+      timestamp: Number(v1['webhook-timestamp']),
+    });
+    const received = readSignatureHeaders({
+      ...v1,
+      'webhook-signature': `${v1['webhook-signature']} ${v1a['webhook-signature']}`,
+    });
+    const explanation = explainSignature(received, body, {
+      secrets: [secret],
+      publicKeys: ['whpk_not-a-key', pair.publicKey],
+    });
+    expect(explanation.ok).toBe(true);
+    expect(explanation.secrets[0]?.matches).toBe(true);
+    expect(explanation.publicKeys).toEqual([
+      { index: 0, keyPrefix: '(invalid public key)', matches: false },
+      { index: 1, keyPrefix: `${pair.publicKey.slice(0, 9)}...`, matches: true },
+    ]);
+    expect(explanation.listed).toHaveLength(2);
   });
 });

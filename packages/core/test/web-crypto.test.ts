@@ -7,9 +7,11 @@ import {
   encodeEnvelope,
   explainChecksumMismatch,
   explainChecksumMismatchAsync,
+  generateSigningKeyPair,
   generateSigningSecret,
   readSignatureHeaders,
   signWebhook,
+  signWebhookV1a,
   type VerifyResult,
   verifyChecksum,
   verifyChecksumAsync,
@@ -197,7 +199,16 @@ describe('explanations on Web Crypto', () => {
     const secret = generateSigningSecret();
     const event = createTestEvent('payment.session.succeeded', BIZ);
     const body = JSON.stringify(event);
-    const signed = signWebhook({ id: 'evt_x', body, secrets: [secret] });
+    const pair = generateSigningKeyPair();
+    const v1 = signWebhook({ id: 'evt_x', body, secrets: [secret] });
+    const v1a = signWebhookV1a({
+      id: 'evt_x',
+      body,
+      secretKeys: [pair.secretKey],
+      timestamp: Number(v1['webhook-timestamp']),
+    });
+    // Both schemes listed: the explanation shows each secret's v1 signature and each public key's verdict.
+    const signed = { ...v1, 'webhook-signature': `${v1['webhook-signature']} ${v1a['webhook-signature']}` };
     const rows = [
       { rawBody: body, businessIds: [BIZ], headers: signed },
       { rawBody: body, businessIds: [OTHER, 'é'], headers: { ...signed, 'webhook-id': 'evt_y' } },
@@ -207,7 +218,12 @@ describe('explanations on Web Crypto', () => {
     for (const { rawBody, businessIds, headers } of rows) {
       const options = {
         businessIds,
-        signature: { headers, secrets: [secret, generateSigningSecret()], now: Date.now() },
+        signature: {
+          headers,
+          secrets: [secret, generateSigningSecret()],
+          publicKeys: [generateSigningKeyPair().publicKey, pair.publicKey],
+          now: Date.now(),
+        },
       };
       const node = explainChecksumMismatch({ rawBody }, options);
       const web = await explainChecksumMismatchAsync({ rawBody }, { ...options, crypto: 'web' });
