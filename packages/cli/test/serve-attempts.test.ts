@@ -1,5 +1,6 @@
 // @module-tag process
 // @module-tag build
+// @module-tag pglite
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -7,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 import { sessionRequest } from '../../sender/test/fixtures/requests.js';
 import { exitCode, startServe } from './run-cli.js';
 
@@ -36,6 +38,7 @@ afterAll(() => {
 /** Starts `payhook serve` with `format`, registers the receiver, makes two events; returns what it printed. */
 async function attemptsPrinted(format: 'pretty' | 'json'): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'payhook-cli-attempts-'));
+  await copyPgliteTemplate(join(dir, 'data'));
   const serve = await startServe(
     join(dir, 'data'),
     BIZ,
