@@ -9,6 +9,7 @@ import { createTestEvent } from '@payhook/core/testing';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { freePort } from './support/free-port.js';
+import { copyPgliteTemplate } from './support/pglite-template.js';
 
 // The examples run as a user runs them: `node server.mjs` on the built packages, configured by
 // the environment, over real HTTP.
@@ -198,6 +199,7 @@ describe('examples/sender-sandbox', () => {
     const { join } = await import('node:path');
     const dir = await mkdtemp(join(tmpdir(), 'payhook-sandbox-example-'));
     const key = 'sk_test_sandbox_example';
+    await copyPgliteTemplate(join(dir, 'data'));
     const sender = await startSender({
       config: loadConfig({
         PORT: '0',
