@@ -107,10 +107,19 @@ export function signingKeyring(database: Database): SigningKeyring {
         return loaded;
       },
       (error: unknown) => {
-        if (entries.get(key)?.loading === loading) entries.delete(key);
+        // The keys read before stay (and the next attempt tries the refresh again); without
+        // them, the next attempt reads from scratch.
+        if (entries.get(key)?.loading === loading) {
+          if (cached && cached.keys.length > 0) entries.set(key, cached);
+          else entries.delete(key);
+        }
         throw error;
       },
     );
+    // A refresh in the background, while attempts sign with the keys read before, may fail (the
+    // database away): nobody waits on it then, and an unobserved rejection would end the process.
+    // Callers that do wait on `loading` still see the error.
+    loading.catch(() => {});
     entries.set(key, {
       keys: cached?.keys ?? [],
       scheme: cached?.scheme ?? 'v1',
