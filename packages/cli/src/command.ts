@@ -1,5 +1,10 @@
 import { parseArgs } from 'node:util';
-import { parseSigningSecret, type SigningKey } from '@payhook/core';
+import {
+  parseSigningPublicKey,
+  parseSigningSecret,
+  type SigningKey,
+  type SigningPublicKey,
+} from '@payhook/core';
 
 /**
  * Exit codes of every command (documented in the README): 0 success; 1 the thing checked is not
@@ -174,13 +179,20 @@ export function painter(io: Io) {
 
 /** Reads `--secret` values into signing keys, or fails saying what is wrong (never echoing a secret). */
 export function signingKeys(secrets: readonly string[]): SigningKey[] {
-  return secrets.map((secret, index) => {
+  return parseEach(secrets, '--secret', parseSigningSecret);
+}
+
+/** The `--public-key` values read as Ed25519 public keys, or a usage error naming the bad one. */
+export function signingPublicKeys(keys: readonly string[]): SigningPublicKey[] {
+  return parseEach(keys, '--public-key', parseSigningPublicKey);
+}
+
+function parseEach<T>(values: readonly string[], flag: string, read: (value: string) => T): T[] {
+  return values.map((value, index) => {
     try {
-      return parseSigningSecret(secret);
+      return read(value);
     } catch (error) {
-      throw new CliError(
-        `--secret${secrets.length > 1 ? ` #${index + 1}` : ''}: ${(error as Error).message}`,
-      );
+      throw new CliError(`${flag}${values.length > 1 ? ` #${index + 1}` : ''}: ${(error as Error).message}`);
     }
   });
 }

@@ -62,7 +62,7 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
     expect(flag.stderr).toContain('payhook sign --help');
     const missing = await payhookCli(['verify']);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('--business-id or --secret is required');
+    expect(missing.stderr).toContain('--business-id, --secret or --public-key is required');
     const typo = await payhookCli(['sign', '--busines-id', 'x']);
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain(

@@ -1,6 +1,6 @@
 // @module-tag process
 // @module-tag build
-import { generateSigningSecret } from '@payhook/core';
+import { generateSigningKeyPair, generateSigningSecret, signWebhookV1a } from '@payhook/core';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payhookCli, startTriggerReceiver } from './run-cli.js';
@@ -49,7 +49,14 @@ describe('payhook sign, verify and trigger with signing secrets', { timeout: 60_
     );
     expect(json).toEqual({
       ok: true,
-      signature: { ok: true, id: 'evt_1', timestamp: Number(headers['webhook-timestamp']), secretIndex: 1 },
+      signature: {
+        ok: true,
+        id: 'evt_1',
+        timestamp: Number(headers['webhook-timestamp']),
+        scheme: 'v1',
+        secretIndex: 1,
+        publicKeyIndex: -1,
+      },
     });
   });
 
@@ -135,6 +142,40 @@ describe('payhook sign, verify and trigger with signing secrets', { timeout: 60_
     expect(missing.stdout).toContain('missing header(s): webhook-id, webhook-timestamp, webhook-signature');
   });
 
+  it('verifies a v1a (Ed25519) signature with --public-key, and explains a key that does not verify it', async () => {
+    const pair = generateSigningKeyPair();
+    const other = generateSigningKeyPair();
+    const signed = signWebhookV1a({ id: 'evt_v1a', body: DATA, secretKeys: [pair.secretKey] });
+    const headers = Object.entries(signed).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
+    const ok = await payhookCli(
+      ['verify', '--public-key', other.publicKey, '--public-key', pair.publicKey, ...headers],
+      { input: DATA },
+    );
+    expect(ok).toMatchObject({ code: 0, stderr: '' });
+    expect(ok.stdout).toContain('signature valid: webhook-id evt_v1a');
+    expect(ok.stdout).toContain('public key #2 (v1a)');
+
+    const wrong = await payhookCli(['verify', '--public-key', other.publicKey, '--json', ...headers], {
+      input: DATA,
+    });
+    expect(wrong.code).toBe(1);
+    expect(JSON.parse(wrong.stdout)).toMatchObject({
+      ok: false,
+      signature: {
+        error: { code: 'invalid_signature' },
+        explanation: { ok: false, publicKeys: [{ index: 0, matches: false }] },
+      },
+    });
+    const text = await payhookCli(['verify', '--public-key', other.publicKey, ...headers], { input: DATA });
+    expect(text.stdout).toContain(
+      `no match  public key #1 (${other.publicKey.slice(0, 9)}...) -> verifies no listed v1a signature`,
+    );
+
+    const bad = await payhookCli(['verify', '--public-key', 'whpk_short', ...headers], { input: DATA });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--public-key: ');
+  });
+
   it('answers a malformed secret, timestamp or header with exit 2, never echoing the secret', async () => {
     const short = 'whsec_c2hvcnQ=';
     const bad = await payhookCli(['sign', '--business-id', BIZ, '--secret', short], { input: DATA });
@@ -154,7 +195,7 @@ describe('payhook sign, verify and trigger with signing secrets', { timeout: 60_
     expect(header.code).toBe(2);
     expect(header.stderr).toContain('Not a header line');
     const nothing = await payhookCli(['verify'], { input: DATA });
-    expect(nothing.stderr).toContain('--business-id or --secret is required');
+    expect(nothing.stderr).toContain('--business-id, --secret or --public-key is required');
   });
 
   describe('trigger --secret', () => {

@@ -8,20 +8,31 @@ import {
   verifyChecksum,
   verifyWebhookSignature,
 } from '@payhook/core';
-import { CliError, type Command, EXIT, oneOf, parse, printJson, readStdin, signingKeys } from '../command.js';
+import {
+  CliError,
+  type Command,
+  EXIT,
+  oneOf,
+  parse,
+  printJson,
+  readStdin,
+  signingKeys,
+  signingPublicKeys,
+} from '../command.js';
 import { addHeader, parseHttpMessage } from '../http-message.js';
 
 export const verify: Command = {
   name: 'verify',
   summary: 'Verify a payload (and its signature headers) from standard input; explain a mismatch',
-  help: `Usage: payhook verify [--business-id <id> ...] [--secret <whsec_...> ...] [--header "name: value" ...]
-                      [--tolerance <s>] [--canonicalization auto|jcs|lexical] [--json]
+  help: `Usage: payhook verify [--business-id <id> ...] [--secret <whsec_...> ...] [--public-key <whpk_...> ...]
+                      [--header "name: value" ...] [--tolerance <s>] [--canonicalization auto|jcs|lexical] [--json]
 
 Reads a webhook request on standard input, the raw body as received, optionally preceded by
 its header lines and an empty line (as \`payhook sign --secret\` prints it), and checks:
   - the checksum, with each --business-id as the key;
   - the Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature, from
-    standard input or --header), with each --secret, and its timestamp within --tolerance.
+    standard input or --header), v1 with each --secret and v1a (Ed25519) with each --public-key,
+    and its timestamp within --tolerance.
 Exits 0 if every check asked for passes, 1 if not; on a mismatch it prints what was hashed or
 signed, what each key gives, what the request carries, and where candidate strings differ.
 A final newline after the body (which \`sign\` prints and editors add) is not part of it.
@@ -29,22 +40,25 @@ A final newline after the body (which \`sign\` prints and editors add) is not pa
 Options:
   --business-id <id>          a business id to try as the checksum's key (repeat for several)
   --secret <whsec_...>        a signing secret to try (repeat for several)
+  --public-key <whpk_...>     an endpoint's v1a public key to try (repeat for several)
   --header, -H <line>         a request header, "name: value" (repeat; beside those on stdin)
   --tolerance <s>             the signature timestamp's largest distance from now    default: 300
   --canonicalization <mode>   auto (lexical, then RFC 8785), jcs or lexical          default: auto
   --json                      print the result as JSON
   -h, --help                  show this help
-At least one --business-id or --secret is required.
+At least one --business-id, --secret or --public-key is required.
 
 Examples:
   payhook verify --business-id biz_123 < body.json
   payhook sign --business-id biz_123 < data.json | payhook verify --business-id biz_123 --json
   payhook sign --business-id biz_123 --secret whsec_... < data.json | payhook verify --business-id biz_123 --secret whsec_...
-  payhook verify --secret whsec_... -H "webhook-id: evt_1" -H "webhook-timestamp: 1767225600" -H "webhook-signature: v1,..." < body.json`,
+  payhook verify --secret whsec_... -H "webhook-id: evt_1" -H "webhook-timestamp: 1767225600" -H "webhook-signature: v1,..." < body.json
+  payhook verify --public-key whpk_... -H "webhook-id: evt_1" -H "webhook-timestamp: 1767225600" -H "webhook-signature: v1a,..." < body.json`,
   async run(argv, io) {
     const { values } = parse('verify', argv, {
       'business-id': { type: 'string', multiple: true },
       secret: { type: 'string', multiple: true },
+      'public-key': { type: 'string', multiple: true },
       header: { type: 'string', multiple: true, short: 'H' },
       tolerance: { type: 'string' },
       canonicalization: { type: 'string' },
@@ -52,8 +66,9 @@ Examples:
     });
     const businessIds = (values['business-id'] ?? []).filter(Boolean);
     const keys = signingKeys(values.secret ?? []);
-    if (businessIds.length === 0 && keys.length === 0) {
-      throw new CliError('--business-id or --secret is required. See: payhook verify --help');
+    const publicKeys = signingPublicKeys(values['public-key'] ?? []);
+    if (businessIds.length === 0 && keys.length === 0 && publicKeys.length === 0) {
+      throw new CliError('--business-id, --secret or --public-key is required. See: payhook verify --help');
     }
     const canonicalization = oneOf(
       values.canonicalization,
@@ -95,14 +110,16 @@ Examples:
         if (explanation.candidates.length > 0) text.push('', formatMismatch(explanation));
       }
     }
-    if (keys.length > 0) {
+    if (keys.length > 0 || publicKeys.length > 0) {
       const received = readSignatureHeaders(message.headers);
-      const options = { secrets: keys, toleranceSeconds };
+      const options = { secrets: keys, publicKeys, toleranceSeconds };
       const result = verifyWebhookSignature(received, rawBody, options);
       if (result.ok) {
-        const { id, timestamp, secretIndex } = result;
-        report.signature = { ok: true, id, timestamp, secretIndex };
-        text.push(`signature valid: webhook-id ${id}, timestamp ${timestamp}, secret #${secretIndex + 1}`);
+        const { id, timestamp, scheme, secretIndex, publicKeyIndex } = result;
+        report.signature = { ok: true, id, timestamp, scheme, secretIndex, publicKeyIndex };
+        const by =
+          scheme === 'v1a' ? `public key #${publicKeyIndex + 1} (v1a)` : `secret #${secretIndex + 1}`;
+        text.push(`signature valid: webhook-id ${id}, timestamp ${timestamp}, ${by}`);
       } else {
         ok = false;
         const { code, message: reason } = result.error;
