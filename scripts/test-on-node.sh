@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the unit, conformance and end-to-end test projects on other Node majors (default: 22 and
-# 24), each Node taken from its registry package (`node-<platform>-<arch>@<major>` ships the
-# binary), cached under ${XDG_CACHE_HOME:-~/.cache}/payhook/. Expects a built checkout (pnpm test
+# Runs the receivers' test projects, the examples, and the Web handler on Hono and Next.js on other
+# Node majors (default: 22 and 24), each Node taken from its registry package
+# (`node-<platform>-<arch>@<major>` ships the binary), cached under ${XDG_CACHE_HOME:-~/.cache}/payhook/. Expects a built checkout (pnpm test
 # or pnpm build ran first). Usage: scripts/test-on-node.sh [major ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,12 +23,19 @@ for major in "${majors[@]}"; do
     rm -rf "$tmp"
   fi
   echo "test-on-node: Node $("$dir/bin/node" --version)"
-  # The packing test installs tarballs with npm: once, on the main Node, is enough. So are the Bun,
-  # Deno and Workers runs (test/runtimes): their receivers run on Bun, Deno and workerd whatever
-  # Node starts them (Miniflare only drives workerd). The Hono and Next.js apps run on Node, so
-  # they run on each Node.
+  # What a merchant runs on any Node: the receiver packages (core, the Express, Koa and Fastify
+  # adapters, the Web handler) through their whole suites, the framework examples, and the Web
+  # handler under Hono and Next.js, which run on this Node. On the main Node only: the sender's and
+  # the CLI's own suites and end-to-end tests (services a team runs on one Node of its choosing,
+  # whose Node-facing parts are undici, pg and PGlite), the type tests (types do not depend on the
+  # Node that runs them), the packing test, and Bun, Deno and workerd (their receivers run on those
+  # runtimes whatever Node starts them).
   PATH="$dir/bin:$PATH" pnpm exec vitest run \
     --project core --project express --project koa --project fastify --project web --project e2e \
-    --exclude 'test/packaging/**' --exclude 'test/runtimes/bun.test.ts' --exclude 'test/runtimes/deno.test.ts' \
-    --exclude 'test/runtimes/workerd.test.ts' --exclude 'test/runtimes/worker-store.test.ts'
+    --exclude '**/*.test-d.ts' --exclude 'test/packaging/**' --exclude 'test/sender-*.test.ts' \
+    --exclude 'test/cli-check.test.ts' --exclude 'test/readme-snippets.test.ts' \
+    --exclude 'test/test-tags.test.ts' --exclude 'test/check-structure.test.ts' \
+    --exclude 'test/runtimes/bun.test.ts' --exclude 'test/runtimes/deno.test.ts' \
+    --exclude 'test/runtimes/shared-redis.test.ts' --exclude 'test/runtimes/workerd.test.ts' \
+    --exclude 'test/runtimes/worker-store.test.ts'
 done
