@@ -17,13 +17,27 @@ import { type SenderProcess, spawnSender } from './fixtures/sender-process.js';
 // has its `payment.session.created` event delivered. A `GET /listen` stream open across all the
 // faults (resuming with Last-Event-ID when it ends) gets every one of those events too, and the
 // dashboard's live view, opened before the first fault, stays open and shows the attempts of
-// sessions made after the last one.
+// sessions made after the last one. A second business, whose one endpoint has a rate limit, gets
+// bursts of sessions all along (each burst more than a second's worth): every acknowledged one is
+// delivered there, never more than the limit in any second; and an endpoint disabled before the
+// faults gets nothing. The pacing and the fan-out's filter hold through the faults as well.
 
 const KEY = 'sk_test_database_faults';
 const BIZ = 'biz-database-faults';
 const CLIENTS = 4;
 /** The longest an answer may take, the database away or not. */
 const ANSWER_WITHIN_MS = 5000;
+/** The second business, whose one endpoint is rate-limited. */
+const PACED_KEY = 'sk_test_database_faults_paced';
+const PACED_BIZ = 'biz-database-faults-paced';
+/** That endpoint's `rate_limit_per_second`. */
+const RATE = 10;
+/**
+ * Its sessions come in bursts of this many at once (four seconds' worth at the limit, so the limit
+ * has them wait), one burst every BURST_EVERY_MS at most (no backlog grows from one to the next).
+ */
+const BURST = 40;
+const BURST_EVERY_MS = 4000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -134,6 +148,13 @@ describe('the sender when its PostgreSQL fails', { timeout: 300_000 }, () => {
   let postgres: ScratchPostgres;
   let proxy: FaultProxy;
   let receiver: LoopbackReceiver;
+  /** The second business's endpoint (`rate_limit_per_second: RATE`), and when each request reached it. */
+  let limited: LoopbackReceiver;
+  const limitedAt: number[] = [];
+  /** The sessions of the second business acknowledged with a 201. */
+  const pacedCreated = new Set<string>();
+  /** An endpoint of the first business, disabled before the first fault. */
+  let disabled: LoopbackReceiver;
   let sender: SenderProcess;
   let pid: number | undefined;
   let listen: { ids: Set<string>; stop(): void };
@@ -144,10 +165,17 @@ describe('the sender when its PostgreSQL fails', { timeout: 300_000 }, () => {
     postgres = await startScratchPostgres();
     proxy = await startProxy({ host: '127.0.0.1', port: postgres.port });
     receiver = await startLoopbackReceiver();
+    limited = await startLoopbackReceiver({
+      respond: () => {
+        limitedAt.push(Date.now());
+        return 200;
+      },
+    });
+    disabled = await startLoopbackReceiver();
     sender = await spawnSender(
       {
         DATABASE_URL: `postgres://postgres@127.0.0.1:${proxy.port}/postgres`,
-        PAYHOOK_API_KEYS: `${KEY}:${BIZ}:test`,
+        PAYHOOK_API_KEYS: `${KEY}:${BIZ}:test,${PACED_KEY}:${PACED_BIZ}:test`,
         PAYHOOK_ALLOW_PRIVATE_WEBHOOKS: '1',
         // Tighter than the defaults (2,000 and 2,500), so that the 5 s bound holds with room to
         // spare on a machine busy with other tests.
@@ -162,6 +190,18 @@ describe('the sender when its PostgreSQL fails', { timeout: 300_000 }, () => {
       webhook_urls: [receiver.url],
     });
     expect(settings.status).toBe(200);
+    const paced = await fetch(`${sender.base}/webhook-endpoints`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${PACED_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: limited.url, rate_limit_per_second: RATE }),
+    });
+    expect(paced.status).toBe(201);
+    const off = await sender.call('POST', '/webhook-endpoints', { url: disabled.url });
+    expect(off.status).toBe(201);
+    const offId = (off.body as { data: { id: string } }).data.id;
+    expect((await sender.call('PATCH', `/webhook-endpoints/${offId}`, { status: 'disabled' })).status).toBe(
+      200,
+    );
     listen = followListen(sender.base);
     live = followLive(sender.base, await signIn(sender.base, KEY));
   }, 120_000);
@@ -173,48 +213,66 @@ describe('the sender when its PostgreSQL fails', { timeout: 300_000 }, () => {
     listen?.stop();
     await sender?.stop('SIGTERM');
     await receiver?.close();
+    await limited?.close();
+    await disabled?.close();
     await proxy?.close();
     await postgres?.destroy();
   });
 
-  /** Four clients create sessions without pause (a 503 waits 50 ms) until `stopped()`. */
+  let n = 0;
+  /** Creates one session with `key`; records the answer, and the session in `into` on a 201. */
+  async function createSession(answers: Answer[], key: string, into: Set<string>): Promise<void> {
+    const started = Date.now();
+    try {
+      const res = await fetch(`${sender.base}/payment-sessions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ ...sessionRequest, reference: `fault-${Date.now()}-${n++}` }),
+        signal: AbortSignal.timeout(20_000),
+      });
+      const body = (await res.json()) as {
+        data?: { payment: { id: string } };
+        error?: { code: string };
+      };
+      const at = Date.now();
+      answers.push({
+        status: res.status,
+        ms: at - started,
+        at,
+        retryAfter: res.headers.get('retry-after'),
+        ...(body.error ? { code: body.error.code } : {}),
+        ...(body.data ? { id: body.data.payment.id } : {}),
+      });
+      if (body.data) into.add(body.data.payment.id);
+      if (res.status === 503) await sleep(50);
+    } catch (error) {
+      const at = Date.now();
+      const cause = (error as { cause?: { code?: string } }).cause?.code;
+      answers.push({ status: 0, ms: at - started, at, error: cause ?? String(error) });
+      await sleep(50);
+    }
+  }
+
+  /**
+   * Until `stopped()`: four clients create sessions of the first business without pause (a 503
+   * waits 50 ms), and the second business's sessions come in bursts.
+   */
   async function clients(answers: Answer[], stopped: () => boolean): Promise<void> {
-    let n = 0;
-    await Promise.all(
-      Array.from({ length: CLIENTS }, async () => {
-        while (!stopped()) {
-          const started = Date.now();
-          try {
-            const res = await fetch(`${sender.base}/payment-sessions`, {
-              method: 'POST',
-              headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-              body: JSON.stringify({ ...sessionRequest, reference: `fault-${Date.now()}-${n++}` }),
-              signal: AbortSignal.timeout(20_000),
-            });
-            const body = (await res.json()) as {
-              data?: { payment: { id: string } };
-              error?: { code: string };
-            };
-            const at = Date.now();
-            answers.push({
-              status: res.status,
-              ms: at - started,
-              at,
-              retryAfter: res.headers.get('retry-after'),
-              ...(body.error ? { code: body.error.code } : {}),
-              ...(body.data ? { id: body.data.payment.id } : {}),
-            });
-            if (body.data) created.add(body.data.payment.id);
-            if (res.status === 503) await sleep(50);
-          } catch (error) {
-            const at = Date.now();
-            const cause = (error as { cause?: { code?: string } }).cause?.code;
-            answers.push({ status: 0, ms: at - started, at, error: cause ?? String(error) });
-            await sleep(50);
-          }
-        }
+    const bursts = async () => {
+      while (!stopped()) {
+        const next = Date.now() + BURST_EVERY_MS;
+        await Promise.all(
+          Array.from({ length: BURST }, () => createSession(answers, PACED_KEY, pacedCreated)),
+        );
+        while (!stopped() && Date.now() < next) await sleep(50);
+      }
+    };
+    await Promise.all([
+      bursts(),
+      ...Array.from({ length: CLIENTS }, async () => {
+        while (!stopped()) await createSession(answers, KEY, created);
       }),
-    );
+    ]);
   }
 
   /**
@@ -259,7 +317,10 @@ describe('the sender when its PostgreSQL fails', { timeout: 300_000 }, () => {
     expect((log.match(/database unavailable/g) ?? []).length).toBeLessThanOrEqual(1);
     expect((log.match(/request failed/g) ?? []).length).toBe(0);
     // Every session acknowledged is delivered, by itself, once the database is back.
-    const acknowledged = answers.filter((a) => a.status === 201).map((a) => a.id as string);
+    // (The second business's sessions go to its rate-limited endpoint alone: see the test for it.)
+    const acknowledged = answers
+      .filter((a) => a.status === 201 && created.has(a.id as string))
+      .map((a) => a.id as string);
     await until(
       `every acknowledged session's created event is delivered (${acknowledged.length})`,
       () => {
@@ -360,6 +421,37 @@ describe('the sender when its PostgreSQL fails', { timeout: 300_000 }, () => {
     );
     const delivered = createdDelivered(receiver);
     expect([...created].filter((id) => !delivered.has(id))).toEqual([]);
+  });
+
+  it(`delivered every acknowledged burst to the endpoint limited to ${RATE} a second, never faster`, async () => {
+    expect(pacedCreated.size).toBeGreaterThan(BURST);
+    await until(
+      `the rate-limited endpoint has every acknowledged session (${pacedCreated.size})`,
+      () => {
+        const delivered = createdDelivered(limited);
+        return [...pacedCreated].every((id) => delivered.has(id));
+      },
+      60_000 + (pacedCreated.size / RATE) * 1000,
+    );
+    // Slots are 1000 / RATE ms apart and an attempt starts at its slot or after it, never before;
+    // a start its process's timer made late (this sender is under load) may share a window with
+    // on-time ones after it, so a window may hold the starts of up to LATE_MS more. Unpaced, a
+    // burst would arrive within one window: BURST, far above the bound.
+    const LATE_MS = 300;
+    const times = [...limitedAt].sort((a, b) => a - b);
+    for (const windowMs of [1000, 5000]) {
+      let busiest = 0;
+      for (let i = 0, j = 0; i < times.length; i++) {
+        while ((times[j] as number) <= (times[i] as number) - windowMs) j++;
+        busiest = Math.max(busiest, i - j + 1);
+      }
+      expect(busiest).toBeLessThanOrEqual(Math.floor((RATE * (windowMs + LATE_MS)) / 1000) + 1);
+    }
+  });
+
+  it('sent nothing to the disabled endpoint', () => {
+    expect(created.size).toBeGreaterThan(0);
+    expect(disabled.received).toEqual([]);
   });
 
   it('kept the dashboard live view open through every fault, showing attempts made after them', async () => {
