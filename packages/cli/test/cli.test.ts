@@ -322,5 +322,6 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
     const plain = await payhookCli(['demo']);
     expect(plain.code).toBe(0);
     expect(plain.stdout).toContain('handled exactly once         10');
-  });
+    // Two demos, each about 15 s on an idle machine: the limit is a hang guard for a busy one.
+  }, 180_000);
 });

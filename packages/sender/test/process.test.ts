@@ -14,7 +14,7 @@ import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 
 // The built service as `pnpm --filter @payhook/sender start` runs it.
-describe('the sender process', { timeout: 60_000 }, () => {
+describe('the sender process', { timeout: 90_000 }, () => {
   it('starts on PGlite from the environment, serves /healthz, and exits 0 on SIGTERM', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'payhook-main-'));
     // An existing, migrated database, as on every start after the first (making one from nothing
@@ -32,8 +32,10 @@ describe('the sender process', { timeout: 60_000 }, () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
+      // A hang guard only: a start on a machine busy with other tests has taken over 30 s.
+      const deadline = Date.now() + 60_000;
       let status = 0;
-      for (let i = 0; i < 200 && status !== 200; i++) {
+      while (status !== 200 && Date.now() < deadline) {
         status = await fetch(`http://127.0.0.1:${port}/healthz`).then(
           (r) => r.status,
           () => 0,
