@@ -221,7 +221,7 @@ describe('payhook keys and payhook serve', { timeout: 300_000 }, () => {
       const run = await payhookCli(['serve', '--port', String(port), '--data-dir', dataDir], { env: ENV });
       expect(run.code).toBe(3);
       expect(run.stderr).toBe(
-        `payhook serve: Port ${port} is in use (127.0.0.1:${port}; another payhook serve?): choose another with --port.\n`,
+        `payhook serve: Port ${port} is in use on 127.0.0.1 (by another program, or another payhook serve): choose another with --port.\n`,
       );
       expect(run.stdout).toBe('');
       expect(existsSync(dataDir)).toBe(false);

@@ -128,9 +128,7 @@ Examples:
       stopLines();
     } catch (error) {
       // Taken between the check and the sender's own listen.
-      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-        throw new CliError(`Port ${config.port} is in use: choose another with --port.`, EXIT.error);
-      }
+      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw portInUse(config.host, config.port);
       throw error;
     } finally {
       await database.close();
@@ -149,14 +147,8 @@ function listenProblem(host: string, port: number): Promise<CliError | undefined
     const probe = createServer();
     probe.once('error', (error: NodeJS.ErrnoException) => {
       const where = `${host}:${port}`;
-      if (error.code === 'EADDRINUSE') {
-        resolve(
-          new CliError(
-            `Port ${port} is in use (${where}; another payhook serve?): choose another with --port.`,
-            EXIT.error,
-          ),
-        );
-      } else if (error.code === 'EACCES') {
+      if (error.code === 'EADDRINUSE') resolve(portInUse(host, port));
+      else if (error.code === 'EACCES') {
         resolve(
           new CliError(
             `Port ${port} needs privileges to listen on: choose one from 1024 up with --port.`,
@@ -168,6 +160,13 @@ function listenProblem(host: string, port: number): Promise<CliError | undefined
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(undefined)));
   });
 }
+
+/** A port something else listens on: it may be any program, so the message does not guess which. */
+const portInUse = (host: string, port: number) =>
+  new CliError(
+    `Port ${port} is in use on ${host} (by another program, or another payhook serve): choose another with --port.`,
+    EXIT.error,
+  );
 
 /**
  * Resolves on the first SIGINT (Ctrl-C) or SIGTERM, so that the caller shuts down gracefully. A
