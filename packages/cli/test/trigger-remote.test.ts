@@ -316,7 +316,7 @@ describe('payhook trigger --base-url', { timeout: 300_000 }, () => {
       base,
     ]);
     expect(mixed.stderr).toContain(
-      '--base-url makes the event on a sender instead (with --api-key, --method)',
+      '--base-url and --api-key make the event on a sender instead (with --method)',
     );
 
     const unknown = await trigger([
@@ -336,9 +336,14 @@ describe('payhook trigger --base-url', { timeout: 300_000 }, () => {
     const noKey = await trigger(['payment.session.created', '--base-url', base]);
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toContain('--api-key (or PAYHOOK_API_KEY) is required with --base-url');
-    const noBase = await trigger(['payment.session.created', '--api-key', key]);
-    expect(noBase.code).toBe(2);
-    expect(noBase.stderr).toContain('--base-url is required with --api-key');
+    // Without --base-url: the sender `payhook serve` runs by default, as for endpoints and listen;
+    // these refusals come after the URL is taken, and before anything is sent to it.
+    const noBaseLive = await trigger(['payment.session.created', '--api-key', liveKey]);
+    expect(noBaseLive.code).toBe(2);
+    expect(noBaseLive.stderr).toContain('This is a live key: trigger on a sender completes payments');
+    const noBaseMethod = await trigger(['payment.session.created', '--api-key', key, '--method', 'none']);
+    expect(noBaseMethod.code).toBe(2);
+    expect(noBaseMethod.stderr).toContain('--method "none" cannot make a session on a sender');
     const notHttp = await trigger([
       'payment.session.created',
       '--base-url',
@@ -368,12 +373,11 @@ describe('payhook trigger --base-url', { timeout: 300_000 }, () => {
   it('--help shows both modes, with examples', async () => {
     const help = await payhookCli(['trigger', '--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toContain('payhook trigger <event> --base-url <sender> [--api-key <sk_test_...>]');
+    expect(help.stdout).toContain('payhook trigger <event> --api-key <sk_test_...> [--base-url <sender>]');
+    expect(help.stdout).toMatch(/--base-url <url> +the sender +default: http:\/\/127\.0\.0\.1:8080\n/);
     expect(help.stdout).toContain('Options (to a receiver):');
     expect(help.stdout).toContain('Options (on a sender):');
-    expect(help.stdout).toContain(
-      'payhook trigger payment.session.succeeded --base-url http://127.0.0.1:8080 --api-key sk_test_...',
-    );
+    expect(help.stdout).toContain('payhook trigger payment.session.succeeded --api-key sk_test_...');
     expect(help.stdout).toContain('The local loop, in two terminals:');
   });
 });

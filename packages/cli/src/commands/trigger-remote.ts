@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { isKnownEventName, KNOWN_EVENTS, type KnownEventName } from '@payhook/core';
 import { CliError, closest, EXIT, type Io, printJson } from '../command.js';
 import { type ApiCall, SenderApi, SenderRefusedError, SenderUnreachableError } from '../sender-api.js';
+import { DEFAULT_SENDER_URL, senderUrl } from '../urls.js';
 
-/** What `payhook trigger --base-url` makes happen on a sender. */
+/** What `payhook trigger --api-key` makes happen on a sender. */
 export interface RemoteTrigger {
   event: KnownEventName;
   baseUrl: string;
@@ -47,21 +48,22 @@ const GET_A_TEST_KEY =
   'Use a test key (sk_test_...): `payhook serve` prints one on its first start, `payhook keys create --business-id <id> --mode test` makes another.';
 
 /**
- * `payhook trigger <event> --base-url <sender>`: checks the flags of this mode (those of the
- * receiver mode, `--to`, `--business-id`, `--secret`, `--data` and `--allow-unknown-event`, are a
- * usage error, as are an event the sender does not make and a key that is not a test key), then
- * makes the event on the sender with {@link triggerOnSender}. Resolves to the exit code.
+ * `payhook trigger <event> --api-key <key> [--base-url <sender>]` (by default the sender `payhook
+ * serve` runs): checks the flags of this mode (those of the receiver mode, `--to`,
+ * `--business-id`, `--secret`, `--data` and `--allow-unknown-event`, are a usage error, as are an
+ * event the sender does not make and a key that is not a test key), then makes the event on the
+ * sender with {@link triggerOnSender}. Resolves to the exit code.
  */
 export function triggerRemote(event: string, values: TriggerFlags, io: Io): Promise<number> {
   const mixed = RECEIVER_FLAGS.filter((flag) => values[flag] !== undefined);
   if (mixed.length > 0) {
     throw new CliError(
-      `--${mixed[0]} is for sending a signed event straight to a receiver (with --to, --business-id, --secret, --data); --base-url makes the event on a sender instead (with --api-key, --method), which signs it itself. Use one mode or the other. See: payhook trigger --help`,
+      `--${mixed[0]} is for sending a signed event straight to a receiver (with --to, --business-id, --secret, --data); --base-url and --api-key make the event on a sender instead (with --method), which signs it itself. Use one mode or the other. See: payhook trigger --help`,
     );
   }
   if (values['allow-unknown-event'] !== undefined) {
     throw new CliError(
-      `--allow-unknown-event is for sending a signed event straight to a receiver (--to): a sender only sends the events it makes (${KNOWN_EVENTS.join(', ')}), so with --base-url no other name can be made.`,
+      `--allow-unknown-event is for sending a signed event straight to a receiver (--to): a sender only sends the events it makes (${KNOWN_EVENTS.join(', ')}), so on a sender no other name can be made.`,
     );
   }
   if (!isKnownEventName(event)) {
@@ -70,22 +72,8 @@ export function triggerRemote(event: string, values: TriggerFlags, io: Io): Prom
       `Unknown event ${JSON.stringify(event)}.${suggestion ? ` Did you mean ${suggestion}?` : ''} A sender makes ${KNOWN_EVENTS.join(', ')}, and only those.`,
     );
   }
-  const baseUrl = values['base-url'];
-  if (baseUrl === undefined || baseUrl === '') {
-    throw new CliError(
-      '--base-url is required with --api-key: the sender to make the event on, such as http://127.0.0.1:8080 (where `payhook serve` listens by default). See: payhook trigger --help',
-    );
-  }
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
-  } catch {
-    throw new CliError(`--base-url must be an http(s) URL, not ${JSON.stringify(baseUrl)}.`);
-  }
-  if (url.username || url.password) {
-    throw new CliError('--base-url must not carry a user name or password: the API key is the credential.');
-  }
+  // The sender `payhook serve` runs by default, as for `endpoints` and `listen`.
+  const baseUrl = senderUrl(values['base-url'] ?? DEFAULT_SENDER_URL);
   const apiKey = values['api-key'] || io.env.PAYHOOK_API_KEY;
   if (!apiKey)
     throw new CliError(`--api-key (or PAYHOOK_API_KEY) is required with --base-url. ${GET_A_TEST_KEY}`);
@@ -156,7 +144,7 @@ export async function triggerOnSender(options: RemoteTrigger, io: Io): Promise<n
   if (!options.apiKey.startsWith('sk_test_')) {
     const live = options.apiKey.startsWith('sk_live_') ? 'This is a live key: ' : '';
     throw new CliError(
-      `${live}trigger --base-url completes payments through the sandbox, which takes test keys only (sk_test_...); a live key would make a real payment session. ${GET_A_TEST_KEY}`,
+      `${live}trigger on a sender completes payments through the sandbox, which takes test keys only (sk_test_...); a live key would make a real payment session. ${GET_A_TEST_KEY}`,
     );
   }
   const api = new SenderApi({ baseUrl: options.baseUrl, apiKey: options.apiKey });

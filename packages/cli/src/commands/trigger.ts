@@ -13,6 +13,7 @@ import {
   required,
   signingKeys,
 } from '../command.js';
+import { DEFAULT_SENDER_URL } from '../urls.js';
 import { triggerRemote } from './trigger-remote.js';
 
 const METHODS = ['card', 'bank_account', 'etransfer', 'wallet', 'crypto_address', 'none'] as const;
@@ -26,7 +27,7 @@ export const trigger: Command = {
   name: 'trigger',
   summary: 'Send one signed event to a receiver, or make one happen on a sender',
   help: `Usage: payhook trigger <event> --to <url> --business-id <id> [--secret <whsec_...> ...] [--data <file.json>] [--method <type>] [--allow-unknown-event] [--json]
-       payhook trigger <event> --base-url <sender> [--api-key <sk_test_...>] [--method <type>] [--json]
+       payhook trigger <event> --api-key <sk_test_...> [--base-url <sender>] [--method <type>] [--json]
 
 Events: ${KNOWN_EVENTS.join(', ')}
 
@@ -39,8 +40,9 @@ the request carries the Standard Webhooks headers too (webhook-id, webhook-times
 webhook-signature), as the service sends them. Exits 0 when the receiver answers 200, 1 for any
 other status, 3 when it cannot be reached.
 
-On a sender (--base-url): makes the event happen on a running sender (yours, or a shared
-sandbox) through its API, with a test key, as \`stripe trigger\` does: it creates a payment
+On a sender (--api-key, --base-url): makes the event happen on a running sender (by default
+the one \`payhook serve\` runs on this machine, ${DEFAULT_SENDER_URL}; or a shared sandbox)
+through its API, with a test key, as \`stripe trigger\` does: it creates a payment
 session (payment.session.created); for the outcomes it also captures it and completes it
 through the sandbox (payment.session.succeeded or payment.session.failed), so those make the
 created event too. It prints each call and every event the payment has, oldest first. The
@@ -63,8 +65,8 @@ Options (to a receiver):
   --json                print {"status","body","payload","headers"} as JSON
 
 Options (on a sender):
-  --base-url <url>      the sender, such as http://127.0.0.1:8080                   required
   --api-key <key>       a test key of the business (default: PAYHOOK_API_KEY)      required
+  --base-url <url>      the sender                               default: ${DEFAULT_SENDER_URL}
   --method <type>       the session's payment method: card, bank_account, etransfer, wallet
                         or crypto_address                               default: bank_account
   --json                print {"payment_id","events":[{"id","type"}],"calls":[{"method",
@@ -80,7 +82,7 @@ Examples:
   payhook trigger payment.session.succeeded --to http://127.0.0.1:3000/webhooks/ --business-id biz_123 --secret whsec_...
   payhook trigger payment.session.failed --method card --to http://127.0.0.1:3000/webhooks/ --business-id biz_123 --json
   payhook trigger payment.refund.created --allow-unknown-event --data refund.json --to http://127.0.0.1:3000/webhooks/ --business-id biz_123
-  payhook trigger payment.session.succeeded --base-url http://127.0.0.1:8080 --api-key sk_test_...
+  payhook trigger payment.session.succeeded --api-key sk_test_...
   PAYHOOK_API_KEY=sk_test_... payhook trigger payment.session.failed --method card --base-url https://sandbox.example --json
 
 The local loop, in two terminals:
@@ -114,7 +116,7 @@ The local loop, in two terminals:
           `The service sends ${KNOWN_EVENTS.join(', ')}; to send another name on purpose, add --allow-unknown-event.`,
       );
     }
-    const to = required(values.to, '--to (or --base-url, to make the event on a sender)', 'trigger');
+    const to = required(values.to, '--to (or --api-key, to make the event on a sender)', 'trigger');
     const businessId = required(values['business-id'], '--business-id', 'trigger');
     const keys = signingKeys(values.secret ?? []);
     const method = oneOf(values.method, METHODS, '--method', 'bank_account') as TestPaymentMethod;
