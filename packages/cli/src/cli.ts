@@ -10,6 +10,7 @@ import { serve } from './commands/serve.js';
 import { sign } from './commands/sign.js';
 import { trigger } from './commands/trigger.js';
 import { verify } from './commands/verify.js';
+import { commandLine } from './invocation.js';
 
 const COMMANDS: Command[] = [demo, init, serve, endpoints, trigger, listen, check, sign, verify, keys];
 
@@ -45,7 +46,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
       COMMANDS.map((c) => c.name),
     );
     io.stderr.write(
-      `payhook: unknown command ${JSON.stringify(name)}.${suggestion ? ` Did you mean ${suggestion}?` : ''} Run \`payhook --help\` for the list.\n`,
+      `payhook: unknown command ${JSON.stringify(name)}.${suggestion ? ` Did you mean ${suggestion}?` : ''} Run \`${commandLine('--help', io.env)}\` for the list.\n`,
     );
     return EXIT.usage;
   }

@@ -5,6 +5,7 @@ import {
   type SigningKey,
   type SigningPublicKey,
 } from '@payhook/core';
+import { commandLine } from './invocation.js';
 
 /**
  * Exit codes of every command (documented in the README): 0 success; 1 the thing checked is not
@@ -85,7 +86,7 @@ export function parse<O extends Options>(
     const unknown = /^Unknown option '(--[^']+)'/.exec(message)?.[1];
     const suggestion = unknown && closest(unknown, [...Object.keys(options).map((o) => `--${o}`), '--help']);
     throw new CliError(
-      `${message}${suggestion ? ` Did you mean ${suggestion}?` : ''} See: payhook ${command} --help`,
+      `${message}${suggestion ? ` Did you mean ${suggestion}?` : ''} See: ${commandLine(`${command} --help`)}`,
     );
   }
 }
@@ -128,7 +129,7 @@ function editDistance(a: string, b: string): number {
 /** Reads a required string option, or fails naming it. */
 export function required(value: string | undefined, flag: string, command: string): string {
   if (value === undefined || value === '') {
-    throw new CliError(`${flag} is required. See: payhook ${command} --help`);
+    throw new CliError(`${flag} is required. See: ${commandLine(`${command} --help`)}`);
   }
   return value;
 }
@@ -150,15 +151,21 @@ export function oneOf<T extends string>(
 /**
  * What to say on stderr before reading standard input: the command would otherwise seem to hang
  * when run in a terminal with nothing piped in. Nothing when standard input is a pipe or a file.
+ * `env` is the command's environment (see {@link commandLine}).
  */
-export function stdinPrompt(stdinIsTTY: boolean | undefined, command: string, waitingFor: string): string {
+export function stdinPrompt(
+  stdinIsTTY: boolean | undefined,
+  command: string,
+  waitingFor: string,
+  env: Io['env'],
+): string {
   if (!stdinIsTTY) return '';
-  return `Reading ${waitingFor} from standard input; end it with Ctrl-D, or see: payhook ${command} --help\n`;
+  return `Reading ${waitingFor} from standard input; end it with Ctrl-D, or see: ${commandLine(`${command} --help`, env)}\n`;
 }
 
 /** Reads all of standard input as text, first saying what it awaits when it is a terminal. */
 export async function readStdin(io: Io, command: string, waitingFor: string): Promise<string> {
-  io.stderr.write(stdinPrompt((io.stdin as { isTTY?: boolean }).isTTY, command, waitingFor));
+  io.stderr.write(stdinPrompt((io.stdin as { isTTY?: boolean }).isTTY, command, waitingFor, io.env));
   const chunks: Buffer[] = [];
   for await (const chunk of io.stdin)
     chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));

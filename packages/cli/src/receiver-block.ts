@@ -1,4 +1,5 @@
 import type { Io } from './command.js';
+import { commandLine } from './invocation.js';
 import { type LogFormat, say } from './log-format.js';
 import { DEFAULT_SENDER_URL } from './urls.js';
 
@@ -29,8 +30,9 @@ export interface ReceiverBlock {
 /**
  * The lines `payhook serve` ends its start with: the variables a quickstart receiver reads
  * (`BUSINESS_ID`, `WEBHOOK_SECRET`, `ALLOWED_IPS`) as `export` lines, then the `payhook endpoints
- * add` command that registers its URL with this sender; notes are shell comments, so that the
- * whole block can be pasted. For a machine, two JSON lines with the same values as fields.
+ * add` command that registers its URL with this sender, written as the sender was run (see
+ * {@link commandLine}); notes are shell comments, so that the whole block can be pasted. For a
+ * machine, two JSON lines with the same values as fields.
  *
  * @example
  * ```ts
@@ -43,7 +45,7 @@ export function sayReceiverBlock(format: LogFormat, io: Io, block: ReceiverBlock
     ...(block.senderUrl === DEFAULT_SENDER_URL ? [] : [`--base-url ${block.senderUrl}`]),
     ...(block.apiKey ? [`--api-key ${block.apiKey}`] : []),
   ];
-  const command = ['payhook endpoints add', QUICKSTART_RECEIVER_URL, ...flags].join(' ');
+  const command = commandLine(['endpoints add', QUICKSTART_RECEIVER_URL, ...flags].join(' '), io.env);
   const keyNote =
     block.apiKey || block.apiKeyInEnv
       ? ''

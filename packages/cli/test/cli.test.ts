@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../../test/support/free-port.js';
-import { bin, payhookCli, startTriggerReceiver } from './run-cli.js';
+import { bin, cliEnv, payhookCli, startTriggerReceiver } from './run-cli.js';
 
 const BIZ = 'b7e1c2d3-4f5a-4b6c-8d7e-9f0a1b2c3d4e';
 
@@ -68,6 +68,21 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
     expect(typo.stderr).toContain(
       "Unknown option '--busines-id'. Did you mean --business-id? See: payhook sign --help",
     );
+    // Run as a package manager's script (`pnpm -s payhook` in a clone, where payhook is not on the
+    // PATH), the command to paste is written that way.
+    const viaNpm = await payhookCli(['sign', '--busines-id', 'x'], {
+      env: { npm_lifecycle_event: 'payhook', npm_config_user_agent: 'npm/10.8.2 node/v20.0.0 linux x64' },
+    });
+    expect(viaNpm.stderr).toContain('See: npm run -s payhook -- sign --help');
+    const typoCommand = await payhookCli(['tirgger'], {
+      env: {
+        npm_lifecycle_event: 'payhook',
+        npm_config_user_agent: 'pnpm/10.28.1 npm/? node/v20.0.0 linux x64',
+      },
+    });
+    expect(typoCommand.stderr).toBe(
+      'payhook: unknown command "tirgger". Did you mean trigger? Run `pnpm -s payhook --help` for the list.\n',
+    );
     const event = await payhookCli([
       'trigger',
       'payment.sesion.succeeded',
@@ -100,7 +115,7 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
     // A pseudo-terminal through util-linux's script(1), as a user typing into the command.
     const inTerminal = (args: string) => {
       const child = spawn('script', ['-qec', `exec "${process.execPath}" "${bin}" ${args}`, '/dev/null'], {
-        env: { ...process.env, NO_COLOR: '1', SHELL: '/bin/sh' },
+        env: cliEnv({ NO_COLOR: '1', SHELL: '/bin/sh' }),
       });
       const run = { child, output: '', error: undefined as Error | undefined };
       child.on('error', (error) => {

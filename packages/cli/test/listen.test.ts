@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FaultProxy, startProxy } from '../../../test/support/fault-proxy.js';
 import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 import { sessionRequest } from '../../sender/test/fixtures/requests.js';
-import { bin, exitCode, payhookCli, started, startServe, startTriggerReceiver } from './run-cli.js';
+import { bin, cliEnv, exitCode, payhookCli, started, startServe, startTriggerReceiver } from './run-cli.js';
 
 const BIZ = 'biz_listen_test';
 const ENV = { NO_COLOR: '1', LOG_LEVEL: 'warn', DATABASE_URL: '', PAYHOOK_API_KEYS: '', PAYHOOK_API_KEY: '' };
@@ -94,7 +94,7 @@ describe('payhook listen', { timeout: 300_000 }, () => {
         process.execPath,
         [bin, 'listen', '--api-key', key, '--base-url', proxy.url, '--forward-to', forwardTo],
         {
-          env: { ...process.env, ...ENV },
+          env: cliEnv(ENV),
           stdio: ['ignore', 'pipe', 'pipe'],
         },
       ),
@@ -167,7 +167,7 @@ describe('payhook listen', { timeout: 300_000 }, () => {
     const typed = forwardTo.replace(/^http:\/\//, '');
     const listener = started(
       spawn(process.execPath, [bin, 'listen', '--api-key', key, '--base-url', base, '--forward-to', typed], {
-        env: { ...process.env, ...ENV },
+        env: cliEnv(ENV),
         stdio: ['ignore', 'pipe', 'pipe'],
       }),
     );
@@ -251,7 +251,7 @@ describe('payhook listen', { timeout: 300_000 }, () => {
       spawn(
         process.execPath,
         [bin, 'listen', '--api-key', key, '--base-url', base, '--forward-to', 'http://127.0.0.1:1/webhooks'],
-        { env: { ...process.env, ...ENV }, stdio: ['ignore', 'pipe', 'pipe'] },
+        { env: cliEnv(ENV), stdio: ['ignore', 'pipe', 'pipe'] },
       ),
     );
     try {

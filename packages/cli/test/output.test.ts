@@ -1,6 +1,7 @@
 import { PassThrough, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { closest, type Io, stdinPrompt } from '../src/command.js';
+import { commandLine } from '../src/invocation.js';
 import { logFormat, logStream, say } from '../src/log-format.js';
 
 /** Streams of a command run, its standard output a terminal or not. */
@@ -19,11 +20,45 @@ function streams(isTTY: boolean) {
 
 describe('what the command writes', () => {
   it('says what it awaits on a terminal only', () => {
-    expect(stdinPrompt(true, 'sign', "the event's data (JSON)")).toBe(
+    expect(stdinPrompt(true, 'sign', "the event's data (JSON)", {})).toBe(
       "Reading the event's data (JSON) from standard input; end it with Ctrl-D, or see: payhook sign --help\n",
     );
-    expect(stdinPrompt(false, 'sign', 'x')).toBe('');
-    expect(stdinPrompt(undefined, 'verify', 'x')).toBe('');
+    expect(stdinPrompt(false, 'sign', 'x', {})).toBe('');
+    expect(stdinPrompt(undefined, 'verify', 'x', {})).toBe('');
+  });
+
+  it('writes the command lines to paste as the command was run: a package manager script, npx, or payhook', () => {
+    const run = (agent: string, script = 'payhook') =>
+      commandLine('endpoints add http://localhost:3000/webhooks', {
+        npm_lifecycle_event: script,
+        npm_config_user_agent: agent,
+      });
+    expect(run('pnpm/10.28.1 npm/? node/v20.0.0 linux x64')).toBe(
+      'pnpm -s payhook endpoints add http://localhost:3000/webhooks',
+    );
+    expect(run('npm/10.8.2 node/v20.0.0 linux x64 workspaces/false')).toBe(
+      'npm run -s payhook -- endpoints add http://localhost:3000/webhooks',
+    );
+    expect(run('yarn/1.22.22 npm/? node/v20.0.0 linux x64')).toBe(
+      'yarn -s payhook endpoints add http://localhost:3000/webhooks',
+    );
+    expect(run('bun/1.2.0 npm/? node/v20.0.0 linux x64', 'cli:dev')).toBe(
+      'bun run cli:dev endpoints add http://localhost:3000/webhooks',
+    );
+    // `npx payhook` runs as npm's event `npx`, not as a script of the project.
+    expect(run('npm/10.8.2 node/v20.0.0 linux x64 workspaces/false', 'npx')).toBe(
+      'npx payhook endpoints add http://localhost:3000/webhooks',
+    );
+    // A script name the shell would split is quoted.
+    expect(run('pnpm/10.28.1 npm/? node/v20.0.0 linux x64', "it's mine")).toBe(
+      `pnpm -s 'it'\\''s mine' endpoints add http://localhost:3000/webhooks`,
+    );
+    // Run directly, or by a program that is not a package manager: payhook.
+    expect(commandLine('keys list', {})).toBe('payhook keys list');
+    expect(commandLine('keys list', { npm_config_user_agent: 'pnpm/10.28.1' })).toBe('payhook keys list');
+    expect(
+      commandLine('keys list', { npm_lifecycle_event: 'payhook', npm_config_user_agent: 'deno/2' }),
+    ).toBe('payhook keys list');
   });
 
   it('suggests the nearest name for a typo, and none for a different word', () => {

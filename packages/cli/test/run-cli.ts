@@ -15,13 +15,26 @@ export interface Run {
   stderr: string;
 }
 
+/**
+ * The environment to run the command in: the caller's, without the variables a package manager's
+ * script sets (`npm_lifecycle_event`, `npm_config_user_agent`: tests run under `pnpm test` have
+ * them), which change how the command writes the command lines it prints; a test that wants them
+ * sets them in `env`, which goes over the rest.
+ */
+export function cliEnv(env: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const inherited = { ...process.env };
+  delete inherited.npm_lifecycle_event;
+  delete inherited.npm_config_user_agent;
+  return { ...inherited, ...env };
+}
+
 /** Runs `payhook <args>` with `input` on standard input; resolves when it exits. */
 export function payhookCli(
   args: string[],
   options: { input?: string; env?: Record<string, string> } = {},
 ): Promise<Run> {
   const child = spawn(process.execPath, [bin, ...args], {
-    env: { ...process.env, NO_COLOR: '1', ...options.env },
+    env: cliEnv({ NO_COLOR: '1', ...options.env }),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -53,8 +66,8 @@ export const exitCode = async (child: ChildProcess): Promise<number | null> =>
 
 /**
  * `payhook serve --port 0 --data-dir <dataDir> --business-id <businessId> <flags>` piped (JSON
- * lines), with `env` over the caller's; resolves once it is ready, with its URL and the test key
- * its first start made.
+ * lines), with `env` over the caller's (see {@link cliEnv}); resolves once it is ready, with its
+ * URL and the test key its first start made.
  */
 export async function startServe(
   dataDir: string,
@@ -78,11 +91,12 @@ export async function startServe(
         'json',
         ...flags,
       ],
-      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+      { env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] },
     ),
   );
-  // The last line of the start: the command that registers a receiver's URL.
-  for (let waited = 0; !run.out.includes('payhook endpoints add'); waited += 100) {
+  // The last line of the start: the command that registers a receiver's URL (`payhook endpoints
+  // add`, or as the package manager's script that ran it: `pnpm -s payhook endpoints add`, ...).
+  for (let waited = 0; !run.out.includes(' endpoints add http'); waited += 100) {
     if (waited > 150_000 || run.child.exitCode !== null) {
       run.child.kill('SIGKILL');
       throw new Error(`payhook serve did not start:\n${run.out}${run.err}`);

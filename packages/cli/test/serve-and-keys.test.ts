@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 import { sessionRequest } from '../../sender/test/fixtures/requests.js';
-import { bin, exitCode, payhookCli, startServe } from './run-cli.js';
+import { bin, cliEnv, exitCode, payhookCli, startServe } from './run-cli.js';
 
 const BIZ = 'b7e1c2d3-4f5a-4b6c-8d7e-9f0a1b2c3d4e';
 
@@ -103,14 +103,14 @@ describe('payhook keys and payhook serve', { timeout: 300_000 }, () => {
           // script(1) runs the command through $SHELL: dash forks where bash execs, and a forked
           // shell would take the Ctrl-C itself. `exec` makes the sender the terminal's session
           // leader under any shell; /bin/sh is pinned so that every run takes the same path.
-          { env: { ...process.env, ...ENV, SHELL: '/bin/sh' } },
+          { env: cliEnv({ ...ENV, SHELL: '/bin/sh' }) },
         ),
       );
     // Piped, as a process manager or a log collector runs it.
     const piped = (...flags: string[]) =>
       collect(
         spawn(process.execPath, [bin, 'serve', '--port', '0', '--data-dir', dataDir, ...flags], {
-          env: { ...process.env, ...ENV },
+          env: cliEnv(ENV),
           stdio: ['ignore', 'pipe', 'pipe'],
         }),
       );
@@ -206,6 +206,50 @@ describe('payhook keys and payhook serve', { timeout: 300_000 }, () => {
       expect(bad.stderr).toContain('--log-format must be one of pretty, json');
     } finally {
       for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("prints the commands to paste as it was run: `pnpm -s payhook ...` under the clone's pnpm script, `payhook ...` run directly", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'payhook-cli-invoked-'));
+    const dataDir = join(dir, 'data');
+    await copyPgliteTemplate(dataDir);
+    /** serve's commands (JSON lines): the one that makes another key, the one that registers the receiver. */
+    const commands = (out: string) =>
+      out
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).command)
+        .filter((command) => command !== undefined);
+    const pnpmScript = {
+      ...ENV,
+      npm_lifecycle_event: 'payhook',
+      npm_config_user_agent: 'pnpm/10.28.1 npm/? node/v20.0.0 linux x64',
+    };
+    const viaPnpm = await startServe(dataDir, BIZ, [], pnpmScript);
+    try {
+      viaPnpm.child.kill('SIGTERM');
+      expect(await exitCode(viaPnpm.child)).toBe(0);
+      const [keysCreate, endpointsAdd] = commands(viaPnpm.out);
+      expect(keysCreate).toBe(
+        `pnpm -s payhook keys create --business-id ${BIZ} --mode test --data-dir ${dataDir}`,
+      );
+      expect(endpointsAdd).toMatch(
+        /^pnpm -s payhook endpoints add http:\/\/localhost:3000\/webhooks --base-url http:\S+ --api-key sk_test_\S+$/,
+      );
+      // The same sender run directly (the command on the PATH): payhook.
+      const direct = await startServe(dataDir, BIZ, [], ENV);
+      direct.child.kill('SIGTERM');
+      expect(await exitCode(direct.child)).toBe(0);
+      const [keysCreateDirect, endpointsAddDirect] = commands(direct.out);
+      expect(keysCreateDirect).toBe(
+        `payhook keys create --business-id ${BIZ} --mode test --data-dir ${dataDir}`,
+      );
+      expect(endpointsAddDirect).toMatch(
+        /^payhook endpoints add http:\/\/localhost:3000\/webhooks --base-url http:\S+$/,
+      );
+    } finally {
+      if (viaPnpm.child.exitCode === null) viaPnpm.child.kill('SIGKILL');
       await rm(dir, { recursive: true, force: true });
     }
   });

@@ -1,4 +1,6 @@
 import { CliError, type Command, closest, EXIT, type Io, parse, printJson, required } from '../command.js';
+import { commandLine } from '../invocation.js';
+import { QUICKSTART_RECEIVER_URL } from '../receiver-block.js';
 import { SenderApi, SenderRefusedError, SenderUnreachableError } from '../sender-api.js';
 import { DEFAULT_SENDER_URL, receiverUrl, senderUrl } from '../urls.js';
 import {
@@ -62,7 +64,7 @@ Examples:
     if (!ACTIONS.includes(action as Action)) {
       const suggestion = action && closest(action, ACTIONS);
       throw new CliError(
-        `${action ? `Unknown action ${JSON.stringify(action)}: use` : 'Give'} ${ACTIONS.slice(0, -1).join(', ')} or recover.${suggestion ? ` Did you mean ${suggestion}?` : ''} See: payhook endpoints --help`,
+        `${action ? `Unknown action ${JSON.stringify(action)}: use` : 'Give'} ${ACTIONS.slice(0, -1).join(', ')} or recover.${suggestion ? ` Did you mean ${suggestion}?` : ''} See: ${commandLine('endpoints --help', io.env)}`,
       );
     }
     const { values, positionals } = parse(
@@ -114,7 +116,7 @@ Examples:
     const apiKey = (v['api-key'] as string | undefined) || io.env.PAYHOOK_API_KEY;
     if (!apiKey) {
       throw new CliError(
-        '--api-key (or PAYHOOK_API_KEY) is required: the key of the business whose endpoints these are (`payhook serve` prints a test key on its first start).',
+        `--api-key (or PAYHOOK_API_KEY) is required: the key of the business whose endpoints these are (\`${commandLine('serve', io.env)}\` prints a test key on its first start).`,
       );
     }
     const resource = endpointsResource(new SenderApi({ baseUrl, apiKey }));
@@ -132,7 +134,7 @@ Examples:
     try {
       return await act(resource, request, io);
     } catch (error) {
-      throw refusal(error, baseUrl);
+      throw refusal(error, baseUrl, io);
     }
   },
 };
@@ -203,7 +205,7 @@ async function act(resource: WebhookEndpoints, request: Request, io: Io): Promis
     const list = await resource.list();
     if (request.json) printJson(io, listed(list));
     else if (list.length === 0)
-      say('No webhook endpoint. Add one: payhook endpoints add http://localhost:3000/webhooks');
+      say(`No webhook endpoint. Add one: ${commandLine(`endpoints add ${QUICKSTART_RECEIVER_URL}`, io.env)}`);
     else show(list);
     return EXIT.ok;
   }
@@ -270,7 +272,7 @@ async function act(resource: WebhookEndpoints, request: Request, io: Io): Promis
 }
 
 /** The one-line error for what went wrong on the way to the sender, with its exit code. */
-function refusal(error: unknown, baseUrl: string): unknown {
+function refusal(error: unknown, baseUrl: string, io: Io): unknown {
   if (error instanceof UrlsRefusedError) {
     const reasons = error.refusals.map((r) => `the sender refused ${r.url}: ${r.message}`);
     return new CliError(reasons.join(' '), EXIT.failed);
@@ -286,7 +288,10 @@ function refusal(error: unknown, baseUrl: string): unknown {
     return new CliError(`${error.message.replace(/\.$/, '')}.${fields}${hint}`, EXIT.failed);
   }
   if (error instanceof SenderUnreachableError) {
-    return new CliError(`${error.message} Is it running? \`payhook serve\` starts one.`, EXIT.error);
+    return new CliError(
+      `${error.message} Is it running? \`${commandLine('serve', io.env)}\` starts one.`,
+      EXIT.error,
+    );
   }
   return error;
 }

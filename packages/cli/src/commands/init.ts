@@ -11,6 +11,7 @@ import {
   packageJsonSource,
   readmeSource,
 } from '../init-templates.js';
+import { commandLine } from '../invocation.js';
 
 /** The clone this command was built in (dist/cli.js inside packages/cli), if it runs from one. */
 function cloneRoot(): string | undefined {
@@ -62,7 +63,7 @@ Examples:
     );
     const [target] = positionals;
     if (target === undefined || target === '')
-      throw new CliError('<dir> is required. See: payhook init --help');
+      throw new CliError(`<dir> is required. See: ${commandLine('init --help', io.env)}`);
     const framework: Framework = oneOf(values.framework, FRAMEWORKS, '--framework', 'express');
     const dir = resolve(target);
     if (existsSync(dir) && (await readdir(dir).catch(() => ['(not a directory)'])).length > 0) {
@@ -95,7 +96,7 @@ Examples:
 Next:
   cd ${shown}
   npm install
-  export BUSINESS_ID=... WEBHOOK_SECRET=whsec_... ALLOWED_IPS=127.0.0.1,::1   # what payhook serve prints
+  export BUSINESS_ID=... WEBHOOK_SECRET=whsec_... ALLOWED_IPS=127.0.0.1,::1   # what ${commandLine('serve', io.env)} prints
   npm start
 `,
     );

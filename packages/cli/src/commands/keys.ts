@@ -1,4 +1,5 @@
 import { CliError, type Command, closest, EXIT, oneOf, parse, printJson, required } from '../command.js';
+import { commandLine } from '../invocation.js';
 import { openStorage, storageOptions } from '../storage.js';
 
 export const keys: Command = {
@@ -33,7 +34,7 @@ Examples:
     if (action !== 'create' && action !== 'list' && action !== 'revoke') {
       const suggestion = action && closest(action, ['create', 'list', 'revoke']);
       throw new CliError(
-        `payhook keys takes create, list or revoke${action ? `, not ${JSON.stringify(action)}` : ''}.${suggestion ? ` Did you mean ${suggestion}?` : ''} See: payhook keys --help`,
+        `payhook keys takes create, list or revoke${action ? `, not ${JSON.stringify(action)}` : ''}.${suggestion ? ` Did you mean ${suggestion}?` : ''} See: ${commandLine('keys --help', io.env)}`,
       );
     }
     const { values, positionals } = parse(
@@ -64,7 +65,7 @@ Examples:
           io.stdout.write(`Revoked ${revoked.prefix}… (${revoked.mode}, business ${revoked.businessId}).\n`);
         } else if (matches.length === 0) {
           io.stderr.write(
-            `No stored key matches ${JSON.stringify(target.slice(0, 12))}. See: payhook keys list\n`,
+            `No stored key matches ${JSON.stringify(target.slice(0, 12))}. See: ${commandLine('keys list', io.env)}\n`,
           );
         } else {
           io.stderr.write(

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Database, FedAttempt, SenderConfig } from '@payhook/sender';
 import { CliError, type Command, EXIT, oneOf, painter, parse } from '../command.js';
+import { commandLine } from '../invocation.js';
 import { type LogFormat, logFormat, logStream, say } from '../log-format.js';
 import { sayReceiverBlock } from '../receiver-block.js';
 import { openStorage, storageOptions } from '../storage.js';
@@ -233,28 +234,32 @@ async function printKeys(
     .orderBy('created_at')
     .limit(6)
     .execute();
+  const listAll = commandLine('keys list', io.env);
   const keys = [
     ...rows.slice(0, 5).map((r) => ({
       text: `${r.key_prefix}… (${r.mode}, business ${r.business_id})`,
       fields: { keyPrefix: r.key_prefix, mode: r.mode, businessId: r.business_id },
     })),
-    ...(rows.length > 5 ? [{ text: '... (payhook keys list shows them all)', fields: undefined }] : []),
+    ...(rows.length > 5 ? [{ text: `... (${listAll} shows them all)`, fields: undefined }] : []),
     ...configured.map((k) => ({
       text: `from PAYHOOK_API_KEYS (${k.mode}, business ${k.businessId})`,
       fields: { mode: k.mode, businessId: k.businessId },
     })),
   ];
   const business = asked ?? rows[0]?.business_id ?? configured[0]?.businessId;
-  const create = `payhook keys create --business-id ${business ?? '<id>'} --mode test ${
-    pglite
-      ? `--data-dir ${/\s/.test(pglite.dataDir) ? JSON.stringify(pglite.dataDir) : pglite.dataDir}`
-      : '--database-url <url>'
-  }`;
+  const create = commandLine(
+    `keys create --business-id ${business ?? '<id>'} --mode test ${
+      pglite
+        ? `--data-dir ${/\s/.test(pglite.dataDir) ? JSON.stringify(pglite.dataDir) : pglite.dataDir}`
+        : '--database-url <url>'
+    }`,
+    io.env,
+  );
   const hint = `a key is shown in full only when made; for another, ${pglite ? 'stop this sender and ' : ''}run`;
   if (format === 'json') {
     for (const key of keys) {
       if (key.fields) say(format, io, `API key ${key.text}`, key.fields);
-      else say(format, io, 'More API keys: payhook keys list shows them all.');
+      else say(format, io, `More API keys: ${listAll} shows them all.`);
     }
     say(format, io, `A${hint.slice(1)}: ${create}`, { command: create });
   } else {

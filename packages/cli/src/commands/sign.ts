@@ -11,6 +11,7 @@ import {
   signingKeys,
 } from '../command.js';
 import { formatHttpMessage } from '../http-message.js';
+import { commandLine } from '../invocation.js';
 
 export const sign: Command = {
   name: 'sign',
@@ -52,7 +53,7 @@ Examples:
     const keys = signingKeys(values.secret ?? []);
     if (keys.length === 0 && (values.id !== undefined || values.timestamp !== undefined)) {
       throw new CliError(
-        '--id and --timestamp go with --secret (they are signed headers). See: payhook sign --help',
+        `--id and --timestamp go with --secret (they are signed headers). See: ${commandLine('sign --help', io.env)}`,
       );
     }
     if (values.id === '') throw new CliError('--id must not be empty.');

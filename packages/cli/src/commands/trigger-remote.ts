@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { isKnownEventName, KNOWN_EVENTS, type KnownEventName } from '@payhook/core';
 import { CliError, closest, EXIT, type Io, printJson } from '../command.js';
+import { commandLine } from '../invocation.js';
 import { type ApiCall, SenderApi, SenderRefusedError, SenderUnreachableError } from '../sender-api.js';
 import { DEFAULT_SENDER_URL, senderUrl } from '../urls.js';
 
@@ -44,8 +45,8 @@ const SANDBOX_CARD = {
 };
 
 /** Where to get a test key, said wherever one is missing or wrong. */
-const GET_A_TEST_KEY =
-  'Use a test key (sk_test_...): `payhook serve` prints one on its first start, `payhook keys create --business-id <id> --mode test` makes another.';
+const getATestKey = (io: Io) =>
+  `Use a test key (sk_test_...): \`${commandLine('serve', io.env)}\` prints one on its first start, \`${commandLine('keys create --business-id <id> --mode test', io.env)}\` makes another.`;
 
 /**
  * `payhook trigger <event> --api-key <key> [--base-url <sender>]` (by default the sender `payhook
@@ -58,7 +59,7 @@ export function triggerRemote(event: string, values: TriggerFlags, io: Io): Prom
   const mixed = RECEIVER_FLAGS.filter((flag) => values[flag] !== undefined);
   if (mixed.length > 0) {
     throw new CliError(
-      `--${mixed[0]} is for sending a signed event straight to a receiver (with --to, --business-id, --secret, --data); --base-url and --api-key make the event on a sender instead (with --method), which signs it itself. Use one mode or the other. See: payhook trigger --help`,
+      `--${mixed[0]} is for sending a signed event straight to a receiver (with --to, --business-id, --secret, --data); --base-url and --api-key make the event on a sender instead (with --method), which signs it itself. Use one mode or the other. See: ${commandLine('trigger --help', io.env)}`,
     );
   }
   if (values['allow-unknown-event'] !== undefined) {
@@ -76,7 +77,7 @@ export function triggerRemote(event: string, values: TriggerFlags, io: Io): Prom
   const baseUrl = senderUrl(values['base-url'] ?? DEFAULT_SENDER_URL);
   const apiKey = values['api-key'] || io.env.PAYHOOK_API_KEY;
   if (!apiKey)
-    throw new CliError(`--api-key (or PAYHOOK_API_KEY) is required with --base-url. ${GET_A_TEST_KEY}`);
+    throw new CliError(`--api-key (or PAYHOOK_API_KEY) is required with --base-url. ${getATestKey(io)}`);
   const method = values.method ?? 'bank_account';
   if (!Object.hasOwn(CURRENCY, method)) {
     throw new CliError(
@@ -144,7 +145,7 @@ export async function triggerOnSender(options: RemoteTrigger, io: Io): Promise<n
   if (!options.apiKey.startsWith('sk_test_')) {
     const live = options.apiKey.startsWith('sk_live_') ? 'This is a live key: ' : '';
     throw new CliError(
-      `${live}trigger on a sender completes payments through the sandbox, which takes test keys only (sk_test_...); a live key would make a real payment session. ${GET_A_TEST_KEY}`,
+      `${live}trigger on a sender completes payments through the sandbox, which takes test keys only (sk_test_...); a live key would make a real payment session. ${getATestKey(io)}`,
     );
   }
   const api = new SenderApi({ baseUrl: options.baseUrl, apiKey: options.apiKey });
@@ -189,25 +190,25 @@ export async function triggerOnSender(options: RemoteTrigger, io: Io): Promise<n
   } catch (error) {
     const already = done.length > 0 ? ` (Already done: ${done.join(', ')}.)` : '';
     if (error instanceof SenderUnreachableError) {
-      const hint = done.length === 0 ? ' Is it running? `payhook serve` starts one.' : '';
+      const hint = done.length === 0 ? ` Is it running? \`${commandLine('serve', io.env)}\` starts one.` : '';
       throw new CliError(`${error.message}${hint}${already}`, EXIT.error);
     }
     if (error instanceof SenderRefusedError) {
-      throw new CliError(`${error.message.replace(/\.$/, '')}.${hintFor(error)}${already}`, EXIT.failed);
+      throw new CliError(`${error.message.replace(/\.$/, '')}.${hintFor(error, io)}${already}`, EXIT.failed);
     }
     throw error;
   }
 }
 
 /** What to do about a refusal, when the API's answer leaves it unsaid. */
-function hintFor(error: SenderRefusedError): string {
+function hintFor(error: SenderRefusedError, io: Io): string {
   if (error.call.status === 401)
     return ' Check --api-key (or PAYHOOK_API_KEY): the sender does not know this key.';
   if (error.call.status === 404 && error.call.path === '/payment-sessions') {
     return ' Is --base-url the address of a payhook sender (and its path, if any, the right one)?';
   }
   if (error.call.status === 404 && error.call.path.startsWith('/sandbox/')) {
-    return ` The sandbox routes exist for test-mode keys only, and this sender holds this key as a live one: trigger needs a test-mode key. ${GET_A_TEST_KEY}`;
+    return ` The sandbox routes exist for test-mode keys only, and this sender holds this key as a live one: trigger needs a test-mode key. ${getATestKey(io)}`;
   }
   return '';
 }

@@ -20,6 +20,7 @@ import {
   signingPublicKeys,
 } from '../command.js';
 import { addHeader, parseHttpMessage } from '../http-message.js';
+import { commandLine } from '../invocation.js';
 
 export const verify: Command = {
   name: 'verify',
@@ -68,7 +69,9 @@ Examples:
     const keys = signingKeys(values.secret ?? []);
     const publicKeys = signingPublicKeys(values['public-key'] ?? []);
     if (businessIds.length === 0 && keys.length === 0 && publicKeys.length === 0) {
-      throw new CliError('--business-id, --secret or --public-key is required. See: payhook verify --help');
+      throw new CliError(
+        `--business-id, --secret or --public-key is required. See: ${commandLine('verify --help', io.env)}`,
+      );
     }
     const canonicalization = oneOf(
       values.canonicalization,
@@ -104,7 +107,7 @@ Examples:
         Object.assign(report, { error: { code, message: reason }, explanation });
         const empty = rawBody.trim() === '';
         text.push(
-          `invalid: ${code}: ${empty ? 'nothing was read from standard input (pipe the body in: payhook verify --business-id <id> < body.json)' : reason}`,
+          `invalid: ${code}: ${empty ? `nothing was read from standard input (pipe the body in: ${commandLine('verify --business-id <id> < body.json', io.env)})` : reason}`,
         );
         // A payload that cannot be read has nothing to compare: its explanation would only repeat the error.
         if (explanation.candidates.length > 0) text.push('', formatMismatch(explanation));

@@ -1,4 +1,5 @@
 import { EXIT, type Io, painter } from '../command.js';
+import { commandLine } from '../invocation.js';
 import { createForwarder } from './forward.js';
 import { createReporter } from './report.js';
 import { readServerSentEvents } from './sse.js';
@@ -126,7 +127,7 @@ export async function runListener(options: ListenOptions, io: Io): Promise<numbe
       stop.signal.removeEventListener('abort', abort);
       if (!connected && !stop.signal.aborted) {
         err(
-          `payhook listen: cannot reach the sender at ${options.baseUrl}: ${reasonOf(error)}. Is it running (payhook serve), and is --base-url right?`,
+          `payhook listen: cannot reach the sender at ${options.baseUrl}: ${reasonOf(error)}. Is it running (${commandLine('serve', io.env)}), and is --base-url right?`,
         );
         return { exit: EXIT.error };
       }
