@@ -356,6 +356,14 @@ describe('payhook trigger --base-url', { timeout: 300_000 }, () => {
     expect(await allEvents()).toHaveLength(before);
   });
 
+  it('makes the event on the default sender with PAYHOOK_API_KEY set and neither --to nor a flag', async () => {
+    // Nothing of this test listens there: the run goes to the sender's mode and names its address
+    // (unreachable, exit 3), instead of asking for --to.
+    const run = await trigger(['payment.session.created'], { PAYHOOK_API_KEY: key });
+    expect(run.stderr).not.toContain('--to');
+    expect(`${run.stdout}${run.stderr}`).toContain('http://127.0.0.1:8080');
+  });
+
   it('leaves the receiver mode as it was, with PAYHOOK_API_KEY set or not', async () => {
     const receiver = await startTriggerReceiver({ businessIds: [BIZ] });
     try {
