@@ -1,4 +1,4 @@
-import type { ColumnType, Generated } from 'kysely';
+import type { ColumnType, Generated, Kysely, Transaction } from 'kysely';
 
 /** Test or live: every key and every resource belongs to one business in one mode. */
 export type Mode = 'test' | 'live';
@@ -231,3 +231,6 @@ export interface Schema {
   endpoint_signing_secrets: EndpointSigningSecretsTable;
   endpoint_failures: EndpointFailuresTable;
 }
+
+/** The database or a transaction on it: what a statement that may run in either takes. */
+export type Db = Kysely<Schema> | Transaction<Schema>;

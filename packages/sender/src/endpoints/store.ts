@@ -1,15 +1,13 @@
 // A business's webhook endpoints: the rows behind /webhook-endpoints and the settings'
 // webhook_urls (docs/decisions.md, "Endpoints as objects"). Routes validate their input first;
 // these functions only read and write.
-import { type Kysely, sql, type Transaction } from 'kysely';
-import type { Mode, Schema } from '../db/schema.js';
+import { sql, type Transaction } from 'kysely';
+import type { Db, Mode, Schema } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { UUID } from '../ids.js';
 import { ensureEndpointSecret, type SignatureScheme } from '../signing/endpoint-secrets.js';
 import { isoMicros } from '../timestamps.js';
 import { EVERY_EVENT } from './filter.js';
-
-type Db = Kysely<Schema> | Transaction<Schema>;
 
 /** A business in one mode: each has its own endpoints. */
 export interface EndpointOwner {

@@ -3,8 +3,8 @@
 // rule of the business-wide secrets (signing/secret-set.ts): an overlap of up to 7 days, at most
 // 5 valid at once (docs/decisions.md, "Secrets per endpoint").
 import { generateSigningKeyPair, generateSigningSecret } from '@payhook/core';
-import type { Kysely, Transaction } from 'kysely';
-import type { Schema } from '../db/schema.js';
+import type { Transaction } from 'kysely';
+import type { Db, Schema } from '../db/schema.js';
 import { isoMicros } from '../timestamps.js';
 import {
   currentSecrets,
@@ -13,8 +13,6 @@ import {
   type SecretSet,
   type StoredSecret,
 } from './secret-set.js';
-
-type Db = Kysely<Schema> | Transaction<Schema>;
 
 /** An endpoint's signature scheme: HMAC-SHA256 (`v1`) or Ed25519 (`v1a`). */
 export type SignatureScheme = 'v1' | 'v1a';

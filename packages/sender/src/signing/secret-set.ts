@@ -3,10 +3,8 @@
 // owner has one current secret and up to MAX_VALID_SECRETS - 1 previous ones, each valid until
 // its expires_at; a rotation makes a new current secret and leaves the old one valid for the
 // overlap asked (docs/decisions.md, "Signatures beside the checksum", "Secrets per endpoint").
-import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
-import type { Schema } from '../db/schema.js';
-
-type Db = Kysely<Schema> | Transaction<Schema>;
+import { type RawBuilder, sql, type Transaction } from 'kysely';
+import type { Db, Schema } from '../db/schema.js';
 
 /**
  * The most secrets valid at once: the current one and up to four previous ones (rotations in quick

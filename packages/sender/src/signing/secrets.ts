@@ -1,8 +1,8 @@
 // The signing secrets of each business and mode: created with the business, rotated with an
 // overlap (docs/decisions.md, "Signatures beside the checksum").
 import { generateSigningSecret } from '@payhook/core';
-import type { Kysely, Transaction } from 'kysely';
-import type { Mode, Schema } from '../db/schema.js';
+import type { Transaction } from 'kysely';
+import type { Db, Mode, Schema } from '../db/schema.js';
 import { isoMicros } from '../timestamps.js';
 import {
   currentSecrets,
@@ -22,7 +22,6 @@ export interface SecretOwner {
 export const DEFAULT_ROTATION_OVERLAP_SECONDS = 24 * 60 * 60;
 /** The longest overlap a rotation may ask for: 7 days. */
 export const MAX_ROTATION_OVERLAP_SECONDS = 7 * 24 * 60 * 60;
-type Db = Kysely<Schema> | Transaction<Schema>;
 
 /** One secret as the API shows it to its own business. */
 export interface SigningSecretView {
