@@ -8,10 +8,10 @@ import {
   generateSigningKeyPair,
   generateSigningSecret,
   readSignatureHeaders,
-  signWebhook,
   signWebhookV1a,
 } from '../src/index.js';
 import { bodyWith, signText } from './fixtures/encode.js';
+import { signBothSchemes } from './fixtures/signatures.js';
 
 const BIZ = 'biz-7f3e';
 const EVENT = 'payment.session.created';
@@ -97,17 +97,7 @@ describe('explainSignature', () => {
   it('explains v1 and v1a side by side, and names a public key it cannot read without throwing', () => {
     const secret = generateSigningSecret();
     const pair = generateSigningKeyPair();
-    const v1 = signWebhook({ id: 'evt_2', body, secrets: [secret] });
-    const v1a = signWebhookV1a({
-      id: 'evt_2',
-      body,
-      secretKeys: [pair.secretKey],
-      timestamp: Number(v1['webhook-timestamp']),
-    });
-    const received = readSignatureHeaders({
-      ...v1,
-      'webhook-signature': `${v1['webhook-signature']} ${v1a['webhook-signature']}`,
-    });
+    const received = readSignatureHeaders(signBothSchemes('evt_2', body, secret, pair.secretKey));
     const explanation = explainSignature(received, body, {
       secrets: [secret],
       publicKeys: ['whpk_not-a-key', pair.publicKey],

@@ -11,7 +11,6 @@ import {
   generateSigningSecret,
   readSignatureHeaders,
   signWebhook,
-  signWebhookV1a,
   type VerifyResult,
   verifyChecksum,
   verifyChecksumAsync,
@@ -23,6 +22,7 @@ import fc from 'fast-check';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { rfc8785Vectors } from './fixtures/rfc8785.js';
+import { signBothSchemes } from './fixtures/signatures.js';
 
 // The same vectors through both paths: node:crypto (synchronous) and Web Crypto (forced with
 // `crypto: 'web'`, as where node:crypto is missing). Every verdict, code and field must agree.
@@ -200,15 +200,8 @@ describe('explanations on Web Crypto', () => {
     const event = createTestEvent('payment.session.succeeded', BIZ);
     const body = JSON.stringify(event);
     const pair = generateSigningKeyPair();
-    const v1 = signWebhook({ id: 'evt_x', body, secrets: [secret] });
-    const v1a = signWebhookV1a({
-      id: 'evt_x',
-      body,
-      secretKeys: [pair.secretKey],
-      timestamp: Number(v1['webhook-timestamp']),
-    });
     // Both schemes listed: the explanation shows each secret's v1 signature and each public key's verdict.
-    const signed = { ...v1, 'webhook-signature': `${v1['webhook-signature']} ${v1a['webhook-signature']}` };
+    const signed = signBothSchemes('evt_x', body, secret, pair.secretKey);
     const rows = [
       { rawBody: body, businessIds: [BIZ], headers: signed },
       { rawBody: body, businessIds: [OTHER, 'é'], headers: { ...signed, 'webhook-id': 'evt_y' } },
