@@ -356,12 +356,18 @@ describe('payhook trigger --base-url', { timeout: 300_000 }, () => {
     expect(await allEvents()).toHaveLength(before);
   });
 
-  it('makes the event on the default sender with PAYHOOK_API_KEY set and neither --to nor a flag', async () => {
+  it('makes the event on the default sender with PAYHOOK_API_KEY set and no flag of either mode', async () => {
     // Nothing of this test listens there: the run goes to the sender's mode and names its address
     // (unreachable, exit 3), instead of asking for --to.
     const run = await trigger(['payment.session.created'], { PAYHOOK_API_KEY: key });
     expect(run.stderr).not.toContain('--to');
     expect(`${run.stdout}${run.stderr}`).toContain('http://127.0.0.1:8080');
+    // A flag of the receiver mode keeps that mode: what it lacks is --to, said as such.
+    const receiverMode = await trigger(['payment.session.created', '--business-id', BIZ], {
+      PAYHOOK_API_KEY: key,
+    });
+    expect(receiverMode.code).toBe(2);
+    expect(receiverMode.stderr).toContain('--to (or --api-key, to make the event on a sender) is required');
   });
 
   it('leaves the receiver mode as it was, with PAYHOOK_API_KEY set or not', async () => {

@@ -28,7 +28,7 @@ export interface TriggerFlags {
 }
 
 /** The flags of the other mode: a signed event sent straight to a receiver. */
-const RECEIVER_FLAGS = ['to', 'business-id', 'secret', 'data'] as const;
+export const RECEIVER_FLAGS = ['to', 'business-id', 'secret', 'data'] as const;
 
 /** The currency each payment method is sold in (e-transfer CAD, the crypto methods USD). */
 const CURRENCY: Record<string, string> = {

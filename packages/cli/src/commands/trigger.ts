@@ -14,7 +14,7 @@ import {
   signingKeys,
 } from '../command.js';
 import { DEFAULT_SENDER_URL } from '../urls.js';
-import { triggerRemote } from './trigger-remote.js';
+import { RECEIVER_FLAGS, triggerRemote } from './trigger-remote.js';
 
 const METHODS = ['card', 'bank_account', 'etransfer', 'wallet', 'crypto_address', 'none'] as const;
 const STATUS: Record<string, 'pending' | 'settled' | 'failed'> = {
@@ -40,11 +40,11 @@ the request carries the Standard Webhooks headers too (webhook-id, webhook-times
 webhook-signature), as the service sends them. Exits 0 when the receiver answers 200, 1 for any
 other status, 3 when it cannot be reached.
 
-On a sender (--api-key or --base-url, or PAYHOOK_API_KEY set and no --to): makes the event
-happen on a running sender (by default the one \`payhook serve\` runs on this machine,
-${DEFAULT_SENDER_URL}; or a shared sandbox) through its API, with a test key, as
-\`stripe trigger\` does: it creates a payment
-session (payment.session.created); for the outcomes it also captures it and completes it
+On a sender (--api-key or --base-url, or PAYHOOK_API_KEY set and no --to, --business-id,
+--secret or --data): makes the event happen on a running sender (by default the one
+\`payhook serve\` runs on this machine, ${DEFAULT_SENDER_URL}; or a shared sandbox) through its
+API, with a test key, as \`stripe trigger\` does: it creates a payment session
+(payment.session.created); for the outcomes it also captures it and completes it
 through the sandbox (payment.session.succeeded or payment.session.failed), so those make the
 created event too. It prints each call and every event the payment has, oldest first. The
 sender signs the events and delivers them to the registered webhook URLs and to every
@@ -107,11 +107,12 @@ The local loop, in two terminals:
       1,
     );
     const event = required(positionals[0], '<event> (such as payment.session.succeeded)', 'trigger');
-    // On a sender when asked by a flag, or when PAYHOOK_API_KEY is set and no receiver is named.
+    // On a sender when asked by a flag, or when PAYHOOK_API_KEY is set and no flag of the
+    // receiver mode (--to, --business-id, --secret, --data) is given.
     const onSender =
       values['base-url'] !== undefined ||
       values['api-key'] !== undefined ||
-      (values.to === undefined && Boolean(io.env.PAYHOOK_API_KEY));
+      (Boolean(io.env.PAYHOOK_API_KEY) && RECEIVER_FLAGS.every((flag) => values[flag] === undefined));
     if (onSender) return triggerRemote(event, values, io);
     if (!isKnownEventName(event) && !values['allow-unknown-event']) {
       const suggestion = closest(event, KNOWN_EVENTS);
