@@ -15,6 +15,7 @@ import {
   probe,
 } from './postgres.js';
 import type { Schema } from './schema.js';
+import { createWakeSignal, WAKE_CHANNEL, type WakeSignal } from './wake.js';
 
 export { type PostgresTimeouts, PREPARE } from './postgres.js';
 
@@ -112,6 +113,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let release = async () => {};
   let listen: Database['listen'];
   let health = ALWAYS_UP;
+  /** Wakes the delivery workers once deliveries are committed (`./wake.ts`). */
+  let wake: WakeSignal;
   let pgliteSession: PGliteDialect | undefined;
   /** The migrations run without the statement timeout: one may rewrite a large table. */
   let migrationDb: Kysely<Schema> | undefined;
@@ -121,11 +124,15 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     try {
       const pglite = new PGlite(options.dataDir);
       await pglite.waitReady;
-      pgliteSession = pgliteDialect(pglite);
+      // One process holds the directory: the wake-ups of its commits are all there is.
+      wake = createWakeSignal();
+      pgliteSession = pgliteDialect(pglite, wake);
       db = new Kysely<Schema>({ dialect: pgliteSession });
       listen = async (channel, onNotify) => {
+        const local = channel === WAKE_CHANNEL ? wake.subscribe(onNotify) : () => {};
         const unsubscribe = await pglite.listen(channel, () => onNotify());
         return async () => {
+          local();
           if (!pglite.closed) await unsubscribe();
         };
       };
@@ -165,9 +172,17 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       },
       timeouts,
     );
-    db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: kyselyPool(pool, timeouts, health) }) });
+    // The other instances are woken by a NOTIFY on the worker's pool, whose commits do not wait
+    // for the disk, outside any request's transaction.
+    const signal = createWakeSignal(async (id) => {
+      if (deliveryDb) await sql`select pg_notify(${WAKE_CHANNEL}, ${id})`.execute(deliveryDb);
+    });
+    wake = signal;
+    db = new Kysely<Schema>({
+      dialect: new PostgresDialect({ pool: kyselyPool(pool, timeouts, health, signal) }),
+    });
     deliveryDb = new Kysely<Schema>({
-      dialect: new PostgresDialect({ pool: kyselyPool(deliveryPool, timeouts, health) }),
+      dialect: new PostgresDialect({ pool: kyselyPool(deliveryPool, timeouts, health, signal) }),
     });
     migrationDb = new Kysely<Schema>({
       dialect: new PostgresDialect({
@@ -175,8 +190,19 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       }),
     });
     kind = 'postgres';
-    listen = (channel, onNotify) =>
-      listenOnPostgres({ connectionString: options.url }, timeouts, channel, onNotify);
+    listen = async (channel, onNotify) => {
+      if (channel !== WAKE_CHANNEL)
+        return listenOnPostgres({ connectionString: options.url }, timeouts, channel, () => onNotify());
+      // This process's commits wake it directly; its own NOTIFYs, for the others, are let pass.
+      const local = signal.subscribe(onNotify);
+      const stop = await listenOnPostgres({ connectionString: options.url }, timeouts, channel, (from) => {
+        if (from !== signal.id) onNotify();
+      });
+      return async () => {
+        local();
+        await stop();
+      };
+    };
   }
   try {
     await withMigrationLock(options, async () => {

@@ -8,6 +8,7 @@ import {
   PostgresIntrospector,
   PostgresQueryCompiler,
 } from 'kysely';
+import { marksWake, type WakeSignal, type WakeTracker } from './wake.js';
 
 /** The marker of statements run as named prepared statements (`PREPARE` in ./postgres.ts). */
 const PREPARED_MARK = '/* payhook:prepare */ ';
@@ -33,13 +34,13 @@ function concat(...parts: Uint8Array[]): Uint8Array {
  * most of a large statement's time), and each statement or transaction control is one call into
  * PGlite's protocol, not the five or six `query` makes (docs/decisions.md, "PGlite keeps up").
  */
-export function pgliteDialect(db: PGlite): PGliteDialect {
+export function pgliteDialect(db: PGlite, wake?: WakeSignal): PGliteDialect {
   let driver: PGliteDriver | undefined;
   return {
     beginWith: (settings) => driver?.beginWith(settings) ?? false,
     createAdapter: () => new PostgresAdapter(),
     createDriver: () => {
-      driver = new PGliteDriver(db);
+      driver = new PGliteDriver(db, wake?.tracker());
       return driver;
     },
     createIntrospector: (kysely: Kysely<unknown>) => new PostgresIntrospector(kysely),
@@ -70,7 +71,11 @@ class PGliteDriver implements Driver {
   /** The named statements of this session: their names and parameter types, by text. */
   private readonly prepared = new Map<string, { name: string; types: number[] }>();
 
-  constructor(private readonly db: PGlite) {
+  constructor(
+    private readonly db: PGlite,
+    /** Wakes the delivery workers after a commit of deliveries (`./wake.ts`). */
+    private readonly wake?: WakeTracker,
+  ) {
     this.connection = {
       executeQuery: async <R>(query: CompiledQuery): Promise<QueryResult<R>> => {
         const parameters = query.parameters as unknown[];
@@ -79,6 +84,7 @@ class PGliteDriver implements Driver {
           (this.prepared.has(query.sql) || this.prepared.size < MAX_PREPARED)
             ? await this.runPrepared<R>(query.sql, parameters)
             : await this.runUnnamed<R>(query.sql, parameters);
+        this.wake?.after(query.sql, marksWake(result.rows));
         const affected = result.affectedRows ?? 0;
         return {
           rows: result.rows,
@@ -180,15 +186,18 @@ class PGliteDriver implements Driver {
 
   async beginTransaction(): Promise<void> {
     this.beginPending = true;
+    this.wake?.before('begin');
   }
 
   async commitTransaction(): Promise<void> {
     // A transaction that ran nothing has nothing to commit.
     if (this.beginPending) this.takeBegin();
     else await this.control('commit');
+    this.wake?.after('commit', false);
   }
 
   async rollbackTransaction(): Promise<void> {
+    this.wake?.reset();
     if (this.beginPending) this.takeBegin();
     else await this.control('rollback');
   }

@@ -1,6 +1,7 @@
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import pg from 'pg';
 import { type DatabaseHealth, DatabaseTimeoutError } from './health.js';
+import { marksWake, type WakeSignal } from './wake.js';
 
 /**
  * How long the sender waits on PostgreSQL before it answers 503 rather than wait with it
@@ -69,7 +70,12 @@ export function createPool(config: pg.PoolConfig, timeouts: PostgresTimeouts): p
  * report connection failures to `health`, and cut a connection whose statement outlives the
  * statement timeout (so a frozen server costs a request seconds, not the whole outage).
  */
-export function kyselyPool(pool: pg.Pool, timeouts: PostgresTimeouts, health: DatabaseHealth): PostgresPool {
+export function kyselyPool(
+  pool: pg.Pool,
+  timeouts: PostgresTimeouts,
+  health: DatabaseHealth,
+  wake?: WakeSignal,
+): PostgresPool {
   const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   const limitMs = timeouts.statementTimeoutMs + CUT_AFTER_MS;
   return {
@@ -83,7 +89,10 @@ export function kyselyPool(pool: pg.Pool, timeouts: PostgresTimeouts, health: Da
       }
       let wrapped = clients.get(client);
       if (wrapped === undefined) {
+        const tracker = wake?.tracker();
         const run = (config: pg.QueryConfig | string, values?: unknown[]): Promise<pg.QueryResult> => {
+          const text = typeof config === 'string' ? config : config.text;
+          tracker?.before(text);
           let timer: NodeJS.Timeout | undefined;
           const answered = client.query(config as pg.QueryConfig, values);
           const timedOut = new Promise<never>((_, reject) => {
@@ -95,10 +104,16 @@ export function kyselyPool(pool: pg.Pool, timeouts: PostgresTimeouts, health: Da
           // The statement's own failure, once the connection is cut, is the timeout's.
           answered.catch(() => {});
           return Promise.race([answered, timedOut])
-            .catch((error: unknown) => {
-              health.report(error);
-              throw error;
-            })
+            .then(
+              (result) => {
+                tracker?.after(text, marksWake(result.rows));
+                return result;
+              },
+              (error: unknown) => {
+                health.report(error);
+                throw error;
+              },
+            )
             .finally(() => clearTimeout(timer));
         };
         function query<R>(sql: string, parameters: readonly unknown[]): Promise<PostgresQueryResult<R>>;
@@ -166,7 +181,7 @@ export async function listenOnPostgres(
   config: pg.ClientConfig,
   timeouts: PostgresTimeouts,
   channel: string,
-  onNotify: () => void,
+  onNotify: (payload?: string) => void,
 ): Promise<() => Promise<void>> {
   let stopped = false;
   let client: pg.Client | undefined;
@@ -185,7 +200,7 @@ export async function listenOnPostgres(
       keepAlive: true,
     });
     next.on('notification', (message) => {
-      if (message.channel === channel) onNotify();
+      if (message.channel === channel) onNotify(message.payload);
     });
     next.on('error', () => drop(next));
     next.on('end', () => {

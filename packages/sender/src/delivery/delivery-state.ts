@@ -53,6 +53,6 @@ export { releaseOrphanedClaims } from './sql/release-orphaned-claims.js';
 export { releaseClaims, renewLeases } from './sql/set-due.js';
 export { supersedeDeliveries } from './sql/supersede-deliveries.js';
 export { supersedeEventFailures } from './sql/supersede-event-failures.js';
-export { WAKE_CHANNEL } from './sql/wake-channel.js';
+export { WAKE, WAKE_CHANNEL } from './sql/wake-channel.js';
 export type { EventRow } from './sql/write-event.js';
 export { writeEventStatement } from './sql/write-event.js';

@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Mode, Schema } from '../db/schema.js';
 import { endpointTakesSql } from '../endpoints/filter.js';
-import { enqueueDeliveries, WAKE_CHANNEL } from './delivery-state.js';
+import { enqueueDeliveries, WAKE } from './delivery-state.js';
 import { isWebhookUrl } from './destination.js';
 
 /** How far back a recovery may reach: events created at most this many days ago. */
@@ -127,6 +127,6 @@ export async function recoverEndpoint(
     await sql`update deliveries d set superseded_by = p.by
       from json_to_recordset(${pairs}::json) as p(id uuid, by uuid) where d.id = p.id`.execute(tx);
   }
-  if (resumed > 0 && ids.length === 0) await sql`select pg_notify(${WAKE_CHANNEL}, '')`.execute(tx);
+  if (resumed > 0 && ids.length === 0) await sql`select ${WAKE}`.execute(tx);
   return { queued: ids.length + resumed, created: ids.length, resumed };
 }

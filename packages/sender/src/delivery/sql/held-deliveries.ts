@@ -1,6 +1,6 @@
 import { type Kysely, type RawBuilder, type SqlBool, sql, type Transaction } from 'kysely';
 import type { Schema } from '../../db/schema.js';
-import { WAKE_CHANNEL } from './wake-channel.js';
+import { WAKE_COLUMN } from './wake-channel.js';
 
 /**
  * The due time of a delivery held while its endpoint is disabled: pending, kept, never due. A real
@@ -82,7 +82,7 @@ export async function resumeHeldDeliveries(
       where status = 'pending' and next_attempt_at >= ${HELD_UNTIL} and endpoint_id = ${endpointId}::uuid
       returning 1
     )
-    select count(*)::text as resumed, (select pg_notify(${WAKE_CHANNEL}, '') where exists (select from r)) as woke
+    select count(*)::text as resumed, count(*) > 0 as ${WAKE_COLUMN}
     from r`.execute(tx);
   return Number(rows[0]?.resumed ?? 0);
 }

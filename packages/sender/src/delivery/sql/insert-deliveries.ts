@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Schema } from '../../db/schema.js';
-import { WAKE_CHANNEL } from './wake-channel.js';
+import { WAKE } from './wake-channel.js';
 
 /**
  * Queues deliveries (an event to a URL each, and the endpoint it is made for, if any), in the caller's transaction, and wakes the workers
@@ -27,6 +27,6 @@ export async function enqueueDeliveries(
       endpoint_id: d.endpointId ?? null,
     })),
   );
-  await sql`with d as (${insert}) select pg_notify(${WAKE_CHANNEL}, '')`.execute(tx);
+  await sql`with d as (${insert}) select ${WAKE}`.execute(tx);
   return ids;
 }

@@ -2,7 +2,7 @@ import { type CompiledQuery, type Kysely, type OperationNodeSource, sql, type Tr
 import { PREPARE } from '../../db/database.js';
 import type { Mode, Schema } from '../../db/schema.js';
 import { endpointTakesSql } from '../../endpoints/filter.js';
-import { WAKE_CHANNEL } from './wake-channel.js';
+import { WAKE } from './wake-channel.js';
 
 /** An event row to write, its payload already signed. */
 export interface EventRow {
@@ -53,6 +53,6 @@ export function writeEventStatement(
       order by ep.created_at, ep.id
       returning 1
     )
-    select pg_notify(${WAKE_CHANNEL}, '') where exists (select from d)`;
+    select ${WAKE} where exists (select from d)`;
   return statement.compile(executor);
 }
