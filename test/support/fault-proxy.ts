@@ -4,7 +4,8 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
  * A TCP proxy of the test's own between a client and a server (Redis, the sender), to cut the
  * connection without touching the server: `blackhole()` keeps connections open but passes
  * nothing (a network partition: requests time out), `drop()` closes them and refuses new ones,
- * `restore()` passes traffic again.
+ * `restore()` passes traffic again. `delay(ms)` holds every chunk that long, each way, in order (a
+ * database farther away than loopback).
  */
 export interface FaultProxy {
   /** `<scheme>://127.0.0.1:<port>`: the address to give the client. */
@@ -13,14 +14,33 @@ export interface FaultProxy {
   blackhole(): void;
   drop(): void;
   restore(): void;
+  /** Holds each chunk `ms` before passing it on, in both directions (0: at once, as at the start). */
+  delay(ms: number): void;
+  /**
+   * Drops, from now on, what the server sends on the connections open now (their requests still
+   * reach it: a statement runs and commits, its answer is lost); new connections pass as usual.
+   */
+  muteOpenConnections(): void;
   close(): Promise<void>;
 }
 
 export async function startProxy(
   target: { host: string; port: number },
-  scheme: 'redis' | 'http' = 'redis',
+  scheme: 'redis' | 'http' | 'postgres' = 'redis',
 ): Promise<FaultProxy> {
   let mode: 'pass' | 'blackhole' | 'drop' = 'pass';
+  let delayMs = 0;
+  /** Upstream sockets whose answers are dropped (`muteOpenConnections`). */
+  const muted = new WeakSet<Socket>();
+  const upstreams = new Set<Socket>();
+  /** Passes `chunk` to `to` after the delay; timers of one delay fire in order, so chunks do too. */
+  const pass = (to: Socket, chunk: Buffer) => {
+    if (delayMs === 0) to.write(chunk);
+    else
+      setTimeout(() => {
+        if (!to.destroyed) to.write(chunk);
+      }, delayMs);
+  };
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
     if (mode === 'drop') {
@@ -36,11 +56,13 @@ export async function startProxy(
       client.destroy();
       upstream.destroy();
     };
-    client.on('data', (chunk) => {
-      if (mode === 'pass') upstream.write(chunk);
+    client.on('data', (chunk: Buffer) => {
+      if (mode === 'pass') pass(upstream, chunk);
     });
-    upstream.on('data', (chunk) => {
-      if (mode === 'pass') client.write(chunk);
+    upstreams.add(upstream);
+    upstream.on('close', () => upstreams.delete(upstream));
+    upstream.on('data', (chunk: Buffer) => {
+      if (mode === 'pass' && !muted.has(upstream)) pass(client, chunk);
     });
     client.on('close', forget);
     upstream.on('close', forget);
@@ -61,6 +83,12 @@ export async function startProxy(
     },
     restore: () => {
       mode = 'pass';
+    },
+    delay: (ms) => {
+      delayMs = ms;
+    },
+    muteOpenConnections: () => {
+      for (const upstream of upstreams) muted.add(upstream);
     },
     close: () =>
       new Promise<void>((resolve) => {

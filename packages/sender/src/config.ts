@@ -20,8 +20,15 @@ export interface SenderConfig {
   logLevel: string;
   /** Lifetime of a payment session, in seconds (default one hour). */
   sessionTtlSeconds: number;
-  /** Delivery attempts in flight at once in this instance (default 32). */
+  /** Delivery attempts in flight at once in this instance (default 64). */
   deliveryConcurrency: number;
+  /**
+   * The bounds of each URL's concurrency, which follows how it answers (`UrlConcurrency`): from 4,
+   * within `min` (`PAYHOOK_DELIVERY_PER_URL_MIN`, default 1) and `max`
+   * (`PAYHOOK_DELIVERY_PER_URL_MAX`, default 32), halved by a failure or an answer slower than
+   * `slowMs` (`PAYHOOK_DELIVERY_SLOW_ANSWER_MS`, default 1,000).
+   */
+  urlConcurrency: { min: number; initial: number; max: number; slowMs: number };
   /** How long a worker's claim on a delivery lasts, in seconds (default 60). */
   deliveryLeaseSeconds: number;
   /**
@@ -75,7 +82,10 @@ function logLevel(raw: string | undefined): string {
  * Reads the configuration from environment variables, these names exactly: `PORT` (8080), `HOST`
  * (127.0.0.1), `PAYHOOK_DATA_DIR` (./.payhook), `DATABASE_URL`, `PAYHOOK_API_KEYS`
  * (comma-separated `key:businessId:mode`), `PAYHOOK_ALLOW_PRIVATE_WEBHOOKS` (`1` to allow),
- * `LOG_LEVEL` (info), `PAYHOOK_SESSION_TTL_SECONDS` (3600), `PAYHOOK_DELIVERY_CONCURRENCY` (32),
+ * `LOG_LEVEL` (info), `PAYHOOK_SESSION_TTL_SECONDS` (3600), `PAYHOOK_DELIVERY_CONCURRENCY` (64),
+ * `PAYHOOK_DELIVERY_PER_URL_MIN` (1), `PAYHOOK_DELIVERY_PER_URL_MAX` (32) and
+ * `PAYHOOK_DELIVERY_SLOW_ANSWER_MS` (1000: the bounds of each URL's concurrency, and the answer time
+ * past which it is halved),
  * `PAYHOOK_DELIVERY_LEASE_SECONDS` (60; more than the 15 s an attempt may take),
  * `PAYHOOK_SHUTDOWN_GRACE_SECONDS` (10, from 0 to 300: how long a shutdown lets delivery attempts in
  * flight finish before releasing them), `PAYHOOK_MAINTENANCE_INTERVAL_SECONDS` (10, 0 to turn off:
@@ -123,6 +133,13 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
   if (traceparent !== undefined && traceparent !== '' && traceparent !== '0' && traceparent !== '1') {
     throw new ConfigError(`PAYHOOK_TRACEPARENT must be 1 or 0, not ${JSON.stringify(traceparent)}.`);
   }
+  const perUrlMin = int('PAYHOOK_DELIVERY_PER_URL_MIN', 1, 1, 1000);
+  const perUrlMax = int('PAYHOOK_DELIVERY_PER_URL_MAX', 32, 1, 1000);
+  if (perUrlMin > perUrlMax) {
+    throw new ConfigError(
+      `PAYHOOK_DELIVERY_PER_URL_MIN (${perUrlMin}) must not be above PAYHOOK_DELIVERY_PER_URL_MAX (${perUrlMax}).`,
+    );
+  }
   return {
     port: int('PORT', 8080, 0, 65535),
     host: env.HOST || '127.0.0.1',
@@ -132,7 +149,13 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
     allowPrivateWebhooks: allow === '1',
     logLevel: logLevel(env.LOG_LEVEL),
     sessionTtlSeconds: int('PAYHOOK_SESSION_TTL_SECONDS', 3600, 1, 7 * 24 * 3600),
-    deliveryConcurrency: int('PAYHOOK_DELIVERY_CONCURRENCY', 32, 1, 1000),
+    deliveryConcurrency: int('PAYHOOK_DELIVERY_CONCURRENCY', 64, 1, 1000),
+    urlConcurrency: {
+      min: perUrlMin,
+      initial: Math.min(perUrlMax, Math.max(perUrlMin, 4)),
+      max: perUrlMax,
+      slowMs: int('PAYHOOK_DELIVERY_SLOW_ANSWER_MS', 1000, 1, 15_000),
+    },
     deliveryLeaseSeconds: int('PAYHOOK_DELIVERY_LEASE_SECONDS', 60, 1, 3600),
     shutdownGraceSeconds: int('PAYHOOK_SHUTDOWN_GRACE_SECONDS', 10, 0, 300),
     maintenanceIntervalSeconds: int('PAYHOOK_MAINTENANCE_INTERVAL_SECONDS', 10, 0, 86_400),

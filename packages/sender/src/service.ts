@@ -6,6 +6,7 @@ import { checkFailingEndpoints } from './delivery/endpoint-health.js';
 import { type AttemptFeed, createAttemptFeed } from './delivery/feed.js';
 import { logFailure } from './delivery/logger.js';
 import { createDeliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
+import { UrlConcurrency } from './delivery/url-concurrency.js';
 import { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
 import { buildApp } from './http/app.js';
 import type { Resolver } from './net/webhook-url.js';
@@ -71,13 +72,16 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
     for (const { businessId, mode } of config.apiKeys) {
       await ensureSigningSecret(database.db, { businessId, mode });
     }
-    const metrics = createDeliveryMetrics(database);
+    // Each URL's concurrency, learnt by the worker, shown on /metrics and the dashboard.
+    const urlConcurrency = UrlConcurrency.from(options.worker?.perUrlConcurrency ?? config.urlConcurrency);
+    const metrics = createDeliveryMetrics(database, undefined, urlConcurrency);
     const feed = createAttemptFeed();
     const app = await buildApp({
       database,
       config,
       metrics,
       feed,
+      urlConcurrency,
       ...(options.worker?.now ? { now: options.worker.now } : {}),
       ...(options.resolve ? { resolve: options.resolve } : {}),
       ...(options.logger !== undefined ? { logger: options.logger } : {}),
@@ -91,6 +95,7 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       shutdownGraceMs: config.shutdownGraceSeconds * 1000,
       traceparent: config.traceparent,
       ...options.worker,
+      perUrlConcurrency: urlConcurrency,
       database,
       metrics,
       feed,

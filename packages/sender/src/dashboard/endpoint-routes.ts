@@ -1,8 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { UrlConcurrency } from '../delivery/url-concurrency.js';
 import { KNOWN_EVENT_TYPES } from '../http/webhook-endpoints.js';
 import type { SecretView, UrlHealth } from './account-views.js';
 import type { ChartData, StatsBucket } from './chart.js';
 import {
+  type EndpointConcurrency,
   type EndpointForm,
   type EndpointSecretView,
   type EndpointView,
@@ -44,7 +46,11 @@ export function filterOfForm(form: Form): string[] {
  * charts, enable, disable, recover, rotate, remove), every read and action through the API's
  * `/webhook-endpoints` routes for the signed-in business.
  */
-export function endpointPages(app: FastifyInstance, { signedIn, call, context }: PageTools): void {
+export function endpointPages(
+  app: FastifyInstance,
+  { signedIn, call, context }: PageTools,
+  urlConcurrency?: UrlConcurrency,
+): void {
   const list = async (
     request: FastifyRequest,
     reply: FastifyReply,
@@ -98,6 +104,7 @@ export function endpointPages(app: FastifyInstance, { signedIn, call, context }:
         endpoint: endpoint.body.data,
         secrets: secrets.body.data ?? [],
         charts: [chart('Last 24 hours', day.body.data), chart('Last 7 days', week.body.data)],
+        ...(urlConcurrency ? { concurrency: concurrencyOf(urlConcurrency, endpoint.body.data.id) } : {}),
         notice: extra.notice,
         error: extra.refusal?.error,
         ...(extra.recover ? { recover: extra.recover } : {}),
@@ -208,4 +215,11 @@ export function endpointPages(app: FastifyInstance, { signedIn, call, context }:
       return reply.redirect('/dashboard/endpoints?notice=url_removed', 303);
     },
   );
+}
+
+/** What an endpoint's page says of its concurrency: learnt here, or where it starts. */
+function concurrencyOf(urlConcurrency: UrlConcurrency, endpointId: string): EndpointConcurrency {
+  const { min, max, initial } = urlConcurrency.bounds;
+  const limit = urlConcurrency.limitOfEndpoint(endpointId);
+  return { limit: limit ?? initial, learnt: limit !== undefined, min, max };
 }

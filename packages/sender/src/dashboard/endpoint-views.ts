@@ -119,6 +119,22 @@ function failureBox(endpoint: EndpointView): Html {
   return html`<div class="${f.warning ? 'warning' : 'notice'}" role="status"><p><strong>${f.warning ? `Warning: ${f.warning} %.` : 'Failing.'}</strong> Every attempt since ${when(f.failing_since)} failed (${f.failed_attempts} attempt${f.failed_attempts === 1 ? '' : 's'}, the last ${when(f.last_failure_at)}).${f.disables_at ? html` Unless one succeeds it is disabled at ${when(f.disables_at)}.` : ''}</p></div>`;
 }
 
+/** An endpoint's concurrency on this sender instance, learnt from its answers (`UrlConcurrency`). */
+export interface EndpointConcurrency {
+  limit: number;
+  /** False while it has not been answered here: `limit` is where it starts. */
+  learnt: boolean;
+  min: number;
+  max: number;
+}
+
+function concurrencyRow(c: EndpointConcurrency | undefined): Html | string {
+  if (!c) return '';
+  const how = c.learnt ? 'learnt from its answers' : 'where it starts, until it answers';
+  return html`
+<dt>Concurrency</dt><dd id="endpoint-concurrency">${c.limit} at once <span class="muted">(${how}; from ${c.min} to ${c.max}: it grows while answers are fast and halves at a failure or a slow answer)</span></dd>`;
+}
+
 /** One endpoint: its status and warnings, filter, scheme and secret, charts, and its actions. */
 export function endpointPage(
   context: PageContext,
@@ -129,6 +145,7 @@ export function endpointPage(
     notice?: string | undefined;
     error?: ApiErrorView | undefined;
     recover?: { since?: string; until?: string };
+    concurrency?: EndpointConcurrency;
   },
 ): Html {
   const e = data.endpoint;
@@ -146,7 +163,7 @@ ${failureBox(e)}
   }</form>
 <dl><dt>Endpoint id</dt><dd class="mono">${e.id}</dd><dt>Events</dt><dd>${eventsOf(e.enabled_events)}</dd>
 <dt>Signature</dt><dd>${scheme(e.signature_scheme)}${e.secret_scope === 'account' ? ' · the business secrets' : ''}</dd>
-<dt>Rate limit</dt><dd>${e.rate_limit_per_second === null ? 'none' : `${e.rate_limit_per_second} per second`}</dd>
+<dt>Rate limit</dt><dd>${e.rate_limit_per_second === null ? 'none' : `${e.rate_limit_per_second} per second`}</dd>${concurrencyRow(data.concurrency)}
 <dt>Created</dt><dd>${when(e.created_at)}</dd></dl>
 <h2>Attempts</h2>
 <div id="endpoint-charts" class="charts" data-live-region>${data.charts.map(

@@ -4,6 +4,7 @@ import { hashKey, principalOfKeyHash } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { AttemptFeed } from '../delivery/feed.js';
+import type { UrlConcurrency } from '../delivery/url-concurrency.js';
 import type { ActAs } from '../http/act-as.js';
 import { databaseUnavailable, toApiError } from '../http/errors.js';
 import { databaseUnavailablePage, errorPage, signInPage } from './account-views.js';
@@ -37,6 +38,8 @@ export interface DashboardOptions {
   config: SenderConfig;
   actAs: ActAs;
   feed?: AttemptFeed | undefined;
+  /** The worker's per-URL concurrency, shown on each endpoint's page. */
+  urlConcurrency?: UrlConcurrency | undefined;
 }
 
 // Nothing from elsewhere, no inline script or style, no framing, forms post here only.
@@ -263,7 +266,7 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
     },
   );
 
-  endpointPages(app, { signedIn, call, context });
+  endpointPages(app, { signedIn, call, context }, options.urlConcurrency);
   paymentPages(app, { signedIn, call, context });
 
   app.get('/live', { preHandler: signedIn }, async (request, reply) => {

@@ -37,8 +37,9 @@
  *
  * Every claim, renewal, release and record runs through `database.delivery` (the worker's
  * planner settings and connections); the inserts and supersessions run in the API's transaction
- * with the state change that caused them, and wake the workers with a NOTIFY on
- * {@link WAKE_CHANNEL} when it commits. The schedule of retries is `./schedule.ts`; the worker
+ * with the state change that caused them, and wake the workers when it commits (their statements
+ * return the wake mark, {@link WAKE}: `db/wake.ts` wakes this process at once and the other
+ * instances on {@link WAKE_CHANNEL}). The schedule of retries is `./schedule.ts`; the worker
  * that drives these transitions is `./worker.ts`.
  */
 

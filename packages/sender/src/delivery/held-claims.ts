@@ -16,7 +16,10 @@ interface Held {
   claimedAt: number;
   /** Set once its attempt begins: resolves when the attempt is sent and recorded. */
   done?: Promise<void>;
-  /** When its attempt was sent, on the latency clock. */
+  /**
+   * When its request went out, on the latency clock: after its rate limit's slot and its signature,
+   * which wait on the database, so that a URL's pace is its answers' alone.
+   */
   sentAt?: number;
 }
 
@@ -24,8 +27,16 @@ interface Held {
 export interface HeldClaimsOptions {
   /** Attempts being sent at once, over every URL. */
   concurrency: number;
-  /** Attempts being sent at once to one URL. */
+  /**
+   * Attempts sent at once to a URL not yet answered (the start of its concurrency): it sizes the
+   * rows held for a URL until its pace is known.
+   */
   perUrl: number;
+  /**
+   * A URL's concurrency over every instance, as it is now (default `perUrl`): the step between the
+   * turns of its paced rows.
+   */
+  urlLimit?: (url: string) => number;
   /**
    * This instance's part of a URL's `perUrl` (its slots: all of them while alone, fewer or none
    * while other instances share the URL). It limits the attempts sent; a URL with any slot may
@@ -177,7 +188,7 @@ export class HeldClaims {
       paced.push({
         url,
         from: new Date(Math.max(turn, this.tails.get(url) ?? 0)),
-        stepMs: pace / this.options.perUrl,
+        stepMs: pace / (this.options.urlLimit?.(url) ?? this.options.perUrl),
         room,
       });
     }
@@ -255,14 +266,31 @@ export class HeldClaims {
     else this.inFlight.set(claim.id, { claim, claimedAt: this.options.now().getTime(), done });
   }
 
+  /**
+   * Whether `url` wants more room than its slots give: every slot in use, or rows held ready for
+   * it (asked as an answer comes in, before its slot is freed).
+   */
+  saturated(url: string): boolean {
+    const sending = this.perUrlCount.get(url) ?? 0;
+    return sending >= this.limitOf(url) || (this.perUrlHeld.get(url) ?? 0) > sending;
+  }
+
   /** Counts a slot taken by an attempt about to be sent. */
   slotTaken(claim: Claim): void {
-    const held = this.inFlight.get(claim.id);
-    if (held) held.sentAt = this.clock();
     this.begun++;
     this.active++;
     this.sending++;
     count(this.perUrlCount, claim.url, 1);
+  }
+
+  /**
+   * Notes that an attempt's request goes out now: its URL's pace counts from here. A database that
+   * is slow to give a rate limit's slot or a signing secret (an outage) is not the URL's pace: a
+   * pace taken from the slot would move the URL's rows seconds ahead at the next claim.
+   */
+  requestStarted(claim: Claim): void {
+    const held = this.inFlight.get(claim.id);
+    if (held) held.sentAt = this.clock();
   }
 
   /** Frees an attempt's slot once its response is in; returns the rows its URL still holds. */

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/database.js';
 import type { AttemptErrorCode, AttemptOutcome } from './attempt-outcome.js';
+import type { UrlConcurrency } from './url-concurrency.js';
 
 /**
  * The `outcome` label of the attempt metrics: a fixed set, so a scrape's series never grow with
@@ -130,7 +131,8 @@ export function observeAttempt(metrics: DeliveryMetrics, attempt: ObservedAttemp
 /**
  * Creates the delivery metrics in a registry of their own: attempts by outcome, attempt latency,
  * the latency from an event's creation to each attempt and to its delivery, and, read from the database at each scrape, the queue depth (pending and due deliveries) and the
- * age of the oldest due delivery (how far the workers are behind).
+ * age of the oldest due delivery (how far the workers are behind). With `urlConcurrency` (the
+ * worker's), each endpoint's current concurrency as well (`payhook_endpoint_concurrency`).
  *
  * @example
  * ```ts
@@ -141,6 +143,7 @@ export function observeAttempt(metrics: DeliveryMetrics, attempt: ObservedAttemp
 export function createDeliveryMetrics(
   database: Database,
   now: () => Date = () => new Date(),
+  urlConcurrency?: UrlConcurrency,
 ): DeliveryMetrics {
   const registry = new Registry();
   const attempts = new Counter({
@@ -219,6 +222,19 @@ export function createDeliveryMetrics(
       this.set(oldest ? Math.max(0, (now().getTime() - new Date(oldest).getTime()) / 1000) : 0);
     },
   });
+  if (urlConcurrency) {
+    new Gauge({
+      name: 'payhook_endpoint_concurrency',
+      help: `Attempts this instance lets be sent at once to each webhook endpoint's URL: learnt from its answers, from ${urlConcurrency.bounds.initial} within ${urlConcurrency.bounds.min} to ${urlConcurrency.bounds.max} (endpoints answered lately).`,
+      labelNames: ['endpoint'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const { limit, endpointIds } of urlConcurrency.snapshot())
+          for (const endpoint of endpointIds) this.set({ endpoint }, limit);
+      },
+    });
+  }
   new Gauge({
     name: 'payhook_database_up',
     help: 'Whether the database answers (1) or the sender answers 503 database_unavailable (0).',

@@ -54,7 +54,7 @@ export interface OutboxEvent {
 /**
  * The outbox write of an event as ONE statement, compiled for `executor.executeQuery`: the event
  * (its payload signed here, once), one delivery per enabled endpoint of that business and mode
- * that takes the event's type (read by the statement itself, oldest endpoint first), and the NOTIFY that wakes the workers, only
+ * that takes the event's type (read by the statement itself, oldest endpoint first), and the wake mark that wakes the workers after the commit, only
  * when it wrote deliveries. `writes`, the caller's own data-modifying statements (inserts,
  * updates; no `returning` needed), run as CTEs of the same statement: a single statement is
  * atomic by itself, so the state change and its outbox rows commit together (or, inside a
@@ -94,7 +94,7 @@ export function eventWrite(
 /**
  * Writes an event of the outbox in the caller's transaction: its payload signed once (every
  * attempt sends exactly those bytes, so the checksum never changes between retries), and one
- * delivery per webhook URL registered for that business and mode, with the NOTIFY (one round
+ * delivery per webhook URL registered for that business and mode, with the wake mark (one round
  * trip: see `eventWrite`). Returns the event's id.
  *
  * @example

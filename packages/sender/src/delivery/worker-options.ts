@@ -5,6 +5,7 @@ import type { DeliveryClient } from './http-client.js';
 import type { WorkerLogger } from './logger.js';
 import type { MembershipOptions } from './membership.js';
 import type { DeliveryMetrics } from './metrics.js';
+import type { UrlConcurrency, UrlConcurrencyBounds } from './url-concurrency.js';
 
 /** Options of `createDeliveryWorker` (`./worker.ts`). */
 export interface DeliveryWorkerOptions {
@@ -15,10 +16,17 @@ export interface DeliveryWorkerOptions {
   resolve?: Resolver;
   /** Development switch: deliver to private addresses too (the default client's option). */
   allowPrivate?: boolean;
-  /** Attempts in flight at once, over every URL (default 32). */
+  /** Attempts in flight at once, over every URL (default 64). */
   concurrency?: number;
-  /** Attempts in flight at once to one URL, so one slow receiver cannot starve the others (default 4). */
-  perUrlConcurrency?: number;
+  /**
+   * Attempts in flight at once to one URL, over every instance, so that one slow receiver cannot
+   * starve the others. By default each URL's limit follows how it answers: it starts at 4, grows by
+   * one per limit's worth of fast answers while the URL has more due, and halves at a failure or an
+   * answer slower than 1 s, within 1 to 32 (`UrlConcurrency`). Bounds change that; a number fixes
+   * the limit; a `UrlConcurrency` is used as it is (`startSender` shares it with `/metrics` and the
+   * dashboard).
+   */
+  perUrlConcurrency?: number | Partial<UrlConcurrencyBounds> | UrlConcurrency;
   /** How long a claim holds a delivery; past it another worker takes it over (default 60 s). */
   leaseMs?: number;
   /** How often to look for due retries when nothing wakes the worker (default 1 s). */

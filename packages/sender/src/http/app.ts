@@ -10,6 +10,7 @@ import { dashboardRoutes } from '../dashboard/routes.js';
 import type { Database } from '../db/database.js';
 import type { AttemptFeed } from '../delivery/feed.js';
 import { createDeliveryMetrics, type DeliveryMetrics } from '../delivery/metrics.js';
+import type { UrlConcurrency } from '../delivery/url-concurrency.js';
 import { ApiError } from '../errors.js';
 import type { Resolver } from '../net/webhook-url.js';
 import { ACT_AS_HEADER, createActAs } from './act-as.js';
@@ -54,6 +55,11 @@ export interface AppOptions {
    * arrive; `startSender` passes its worker's).
    */
   feed?: AttemptFeed;
+  /**
+   * The worker's per-URL concurrency, for each endpoint's page on the dashboard (default: none
+   * shown; `startSender` passes its worker's).
+   */
+  urlConcurrency?: UrlConcurrency;
   /** Fastify's logger option (default: pino at `config.logLevel`, on stdout; `stream` writes elsewhere). */
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
   /**
@@ -273,6 +279,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(eventRoutes, { database });
   await app.register(listenRoutes, { database });
   await app.register(webhookHealthRoutes, { database });
-  await app.register(dashboardRoutes, { database, config, actAs, feed: options.feed });
+  await app.register(dashboardRoutes, {
+    database,
+    config,
+    actAs,
+    feed: options.feed,
+    urlConcurrency: options.urlConcurrency,
+  });
   return app;
 }

@@ -177,7 +177,7 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
       const now = new Date();
       const expiresAt = new Date(now.getTime() + config.sessionTtlSeconds * 1000);
       // One statement writes the session (its customer, if new, and its payment), its event with a
-      // delivery per registered URL and the NOTIFY, and the response under the Idempotency-Key:
+      // delivery per registered URL and the wake mark, and the response under the Idempotency-Key:
       // atomic by itself, in one round trip. What is signed or answered is built here first.
       const writes: OperationNodeSource[] = [];
       let customer: Payment['customer'];

@@ -5,8 +5,8 @@ import { WAKE } from './wake-channel.js';
 
 /**
  * Queues deliveries (an event to a URL each, and the endpoint it is made for, if any), in the caller's transaction, and wakes the workers
- * when that transaction commits (NOTIFY is transactional: a rolled-back write wakes no one).
- * Returns the new deliveries' ids, in the order given. One statement: the rows and the NOTIFY.
+ * when that transaction commits (the statement returns the wake mark, `db/wake.ts`: a rolled-back
+ * write wakes no one). Returns the new deliveries' ids, in the order given. One statement.
  *
  * @example
  * ```ts

@@ -20,8 +20,8 @@ export interface EventRow {
  * updates) as CTEs, the event, one delivery per enabled webhook endpoint of its business and mode
  * whose `enabled_events` take the event's type (read by the statement itself, oldest endpoint
  * first: the fan-out happens here, once, so a filter change applies to events made after it and
- * the claim never looks at a filter), and the NOTIFY that wakes the workers, only when
- * it wrote deliveries. Prepared on PostgreSQL: its text depends only on the shapes of `writes`.
+ * the claim never looks at a filter), and the wake mark (`db/wake.ts`) that wakes the workers
+ * once it commits, only when it wrote deliveries. Prepared on PostgreSQL: its text depends only on the shapes of `writes`.
  *
  * @example
  * ```ts
