@@ -36,7 +36,9 @@ const mb = (bytes) => {
 };
 const pct = (n) => (typeof n === 'number' && Number.isFinite(n) ? `${(n * 100).toFixed(1)}%` : 'n/a');
 const STORAGES = ['postgres', 'pglite'];
-const storageName = (s) => ({ postgres: 'PostgreSQL', pglite: 'PGlite' })[s] ?? s;
+const storageName = (s) =>
+  ({ postgres: 'PostgreSQL', pglite: 'PGlite' })[s] ??
+  (/^postgres-(\d+)$/.test(s) ? `PostgreSQL, ${s.slice('postgres-'.length)} processes` : s);
 /** The storages a result holds, PostgreSQL first, then any other key whose value is an object. */
 const storagesOf = (r, isRun = (v) => v && typeof v === 'object') =>
   [...STORAGES, ...Object.keys(r).filter((k) => !STORAGES.includes(k))].filter((k) => isRun(r[k]));
@@ -406,9 +408,17 @@ function latency(r) {
         int(x.sessions),
         int(x.missing),
         int(x.errors),
+        x.acknowledgedPerSecond === undefined ? '' : int(x.acknowledgedPerSecond),
+        x.senderCpuPercent === undefined ? '' : `${int(x.senderCpuPercent)} %`,
+        x.waits === undefined
+          ? ''
+          : Object.entries(x.waits)
+              .slice(0, 3)
+              .map(([w, share]) => `${w} ${int(100 * share)} %`)
+              .join(', '),
       ]);
   if (rows.length === 0) throw new Error('no rows');
-  return `${int(r.seconds)} s at each rate; latency from the API's 201 to the receiver, in ms; growth is the p50 of the last third of the run over the first.\n\n${table(
+  return `${int(r.seconds)} s at each rate; latency from the API's 201 to the receiver, in ms; growth is the p50 of the last third of the run over the first; acknowledged/s, the 201s a second; sender CPU, of one core, every sender process together; waits, what PostgreSQL's active backends waited on (CPU: none), in shares of the samples.\n\n${table(
     [
       'storage',
       'sessions/s',
@@ -421,6 +431,9 @@ function latency(r) {
       'sessions',
       'missing',
       'errors',
+      'acknowledged/s',
+      'sender CPU',
+      'waits',
     ],
     rows,
   )}`;

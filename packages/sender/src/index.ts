@@ -26,6 +26,8 @@ export {
   RETRY_DELAYS_MS,
   retrySchedule,
 } from './delivery/schedule.js';
+export type { UrlAnswer, UrlConcurrencyBounds, UrlConcurrencyState } from './delivery/url-concurrency.js';
+export { URL_CONCURRENCY_DEFAULTS, UrlConcurrency } from './delivery/url-concurrency.js';
 export type { DeliveryWorker, DeliveryWorkerOptions } from './delivery/worker.js';
 export { createDeliveryWorker } from './delivery/worker.js';
 export type { ApiErrorCode, ApiErrorOptions, FieldError } from './errors.js';

@@ -11,6 +11,7 @@ import {
   openDatabase,
 } from '../src/index.js';
 import { type CountingReceiver, startCountingReceiver } from './fixtures/counting-receiver.js';
+import { attemptStarts } from './fixtures/deliveries.js';
 import { dropSchema, TEST_DATABASE_URL } from './fixtures/storage.js';
 
 // An endpoint's rate_limit_per_second, held by two delivery workers on one PostgreSQL schema (two
@@ -114,14 +115,7 @@ describe('rate_limit_per_second across two delivery workers on one PostgreSQL', 
   it(`starts at most ${RATE} attempts a second to the endpoint, over both workers together`, async () => {
     const url = `${receiver.origin}/limited`;
     const ids = await deliver(url, await endpoint(url, RATE), EVENTS);
-    const starts = (
-      await (databases[0] as Database).db
-        .selectFrom('delivery_attempts')
-        .select('started_at')
-        .where('delivery_id', 'in', ids)
-        .orderBy('started_at')
-        .execute()
-    ).map((r) => new Date(r.started_at).getTime());
+    const starts = await attemptStarts(databases[0] as Database, ids);
     expect(starts).toHaveLength(EVENTS);
     // Whichever instance claimed them (one may claim every row ahead), each attempt was sent once.
     expect((sentBy[0] ?? 0) + (sentBy[1] ?? 0)).toBe(EVENTS);
@@ -165,14 +159,7 @@ describe('rate_limit_per_second across two delivery workers on one PostgreSQL', 
   it('leaves an endpoint without a limit unpaced: its attempts overlap', async () => {
     const url = `${receiver.origin}/unlimited`;
     const ids = await deliver(url, await endpoint(url, null), 8);
-    const starts = (
-      await (databases[0] as Database).db
-        .selectFrom('delivery_attempts')
-        .select('started_at')
-        .where('delivery_id', 'in', ids)
-        .orderBy('started_at')
-        .execute()
-    ).map((r) => new Date(r.started_at).getTime());
+    const starts = await attemptStarts(databases[0] as Database, ids);
     expect(starts).toHaveLength(8);
     // Eight attempts within far less than the seven intervals a limit of 5/s would have needed.
     expect((starts.at(-1) as number) - (starts[0] as number)).toBeLessThan(7 * INTERVAL_MS);

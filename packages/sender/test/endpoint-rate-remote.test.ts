@@ -1,16 +1,9 @@
 // @module-tag postgres
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FaultProxy, startProxy } from '../../../test/support/fault-proxy.js';
-import {
-  createDeliveryClient,
-  createDeliveryWorker,
-  type Database,
-  type DeliveryWorker,
-  openDatabase,
-} from '../src/index.js';
+import { createDeliveryClient, createDeliveryWorker, type DeliveryWorker } from '../src/index.js';
 import { type CountingReceiver, startCountingReceiver } from './fixtures/counting-receiver.js';
-import { dropSchema, TEST_DATABASE_URL } from './fixtures/storage.js';
+import { attemptStarts, queueDeliveries } from './fixtures/deliveries.js';
+import { openProxiedDatabase, type ProxiedDatabase } from './fixtures/proxied-database.js';
 
 // A rate limit is a rate, not a ceiling below it: with PostgreSQL 15 ms away each way (a TCP proxy
 // of the test's own holds every chunk), an endpoint limited to 100 a second drains its backlog at
@@ -25,41 +18,27 @@ const DELAY_MS = 15;
 describe(`an endpoint limited to ${RATE} a second, PostgreSQL ${DELAY_MS} ms away`, {
   timeout: 120_000,
 }, () => {
-  const schema = `payhook_rate_remote_${process.pid}_${Date.now()}`;
-  let proxy: FaultProxy;
-  let direct: Database;
-  let remote: Database;
+  let db: ProxiedDatabase;
   let worker: DeliveryWorker;
   let receiver: CountingReceiver;
 
   beforeAll(async () => {
     receiver = await startCountingReceiver({});
-    // Made and migrated directly, then opened again through the proxy.
-    direct = await openDatabase({ url: TEST_DATABASE_URL, schema }).catch((error: Error) => {
-      throw new Error(`Cannot use the test PostgreSQL at ${TEST_DATABASE_URL}: ${error.message}.`);
-    });
-    const server = new URL(TEST_DATABASE_URL);
-    proxy = await startProxy({ host: server.hostname, port: Number(server.port || 5432) }, 'postgres');
-    const through = new URL(TEST_DATABASE_URL);
-    through.host = `127.0.0.1:${proxy.port}`;
-    remote = await openDatabase({ url: through.toString(), schema });
-    proxy.delay(DELAY_MS);
+    db = await openProxiedDatabase('rate_remote');
+    db.proxy.delay(DELAY_MS);
   }, 60_000);
   afterAll(async () => {
     await worker?.stop();
-    await remote?.close();
-    await direct?.close();
-    await proxy?.close();
-    await dropSchema(schema);
+    await db?.cleanup();
     receiver?.server.close();
   });
 
   it(`drains a backlog of ${BACKLOG} at 0.9x its limit or more, never above it`, async () => {
     const url = `${receiver.origin}/limited`;
-    const { id: endpointId } = await direct.db
+    const { id: endpointId } = await db.direct.db
       .insertInto('webhook_endpoints')
       .values({
-        business_id: 'biz_rate',
+        business_id: 'biz_test',
         mode: 'test',
         url,
         account_secrets: true,
@@ -67,25 +46,10 @@ describe(`an endpoint limited to ${RATE} a second, PostgreSQL ${DELAY_MS} ms awa
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    const events = Array.from({ length: BACKLOG }, () => ({
-      id: randomUUID(),
-      business_id: 'biz_rate',
-      mode: 'test' as const,
-      type: 'payment.session.succeeded',
-      payment_id: null,
-      payload: '{"event":"payment.session.succeeded","data":{},"checksum":"x"}',
-    }));
-    await direct.db.insertInto('events').values(events).execute();
-    const ids = (
-      await direct.db
-        .insertInto('deliveries')
-        .values(events.map((e) => ({ event_id: e.id, url, endpoint_id: endpointId })))
-        .returning('id')
-        .execute()
-    ).map((r) => r.id);
+    const ids = await queueDeliveries(db.direct, url, BACKLOG, endpointId);
 
     worker = createDeliveryWorker({
-      database: remote,
+      database: db.remote,
       client: createDeliveryClient({ allowPrivate: true }),
       pollIntervalMs: 100,
     });
@@ -95,14 +59,7 @@ describe(`an endpoint limited to ${RATE} a second, PostgreSQL ${DELAY_MS} ms awa
       .toBe(BACKLOG);
     await worker.stop();
 
-    const starts = (
-      await direct.db
-        .selectFrom('delivery_attempts')
-        .select('started_at')
-        .where('delivery_id', 'in', ids)
-        .orderBy('started_at')
-        .execute()
-    ).map((r) => new Date(r.started_at).getTime());
+    const starts = await attemptStarts(db.direct, ids);
     expect(starts).toHaveLength(BACKLOG);
     // The rate past the first second (the start: the worker's first claims, the limit's first
     // read): attempts over the time they took.

@@ -1,12 +1,12 @@
 // @module-tag postgres
 // @module-tag pglite
-import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UrlConcurrency } from '../src/delivery/url-concurrency.js';
 import { createDeliveryClient, createDeliveryWorker, type Database } from '../src/index.js';
+import { queueDeliveries } from './fixtures/deliveries.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
 // Each URL's concurrency follows its answers in the real worker: a fast URL with a backlog is
@@ -28,7 +28,7 @@ async function startReceiver() {
         () => {
           open.set(path, (open.get(path) ?? 1) - 1);
           const got = answered.get(path) ?? [];
-          got.push(String(req.headers['payhook-event-id']));
+          got.push(String(req.headers['payhook-delivery-id']));
           answered.set(path, got);
           res.writeHead(path === '/fail' ? 503 : 200).end();
         },
@@ -60,34 +60,13 @@ describe.each(['postgres', 'pglite'] as const)(
       await cleanup?.();
     });
 
-    async function queue(url: string, n: number): Promise<string[]> {
-      const events = Array.from({ length: n }, () => ({
-        id: randomUUID(),
-        business_id: 'biz_concurrency',
-        mode: 'test' as const,
-        type: 'payment.session.succeeded',
-        payment_id: null,
-        payload: '{"event":"payment.session.succeeded","data":{},"checksum":"x"}',
-      }));
-      const due = Date.now() - 1000;
-      for (let i = 0; i < n; i += 500) {
-        const part = events.slice(i, i + 500);
-        await database.db.insertInto('events').values(part).execute();
-        await database.db
-          .insertInto('deliveries')
-          .values(part.map((e, k) => ({ event_id: e.id, url, next_attempt_at: new Date(due + i + k) })))
-          .execute();
-      }
-      return events.map((e) => e.id);
-    }
-
     it('grows a fast URL past where it starts, within the maximum, and cuts a slow and a failing one to the minimum', async () => {
       const fast = receiver.url('/fast');
       const slow = receiver.url('/slow');
       const fail = receiver.url('/fail');
-      const fastEvents = await queue(fast, 600);
-      await queue(slow, 30);
-      await queue(fail, 30);
+      const fastDeliveries = await queueDeliveries(database, fast, 600);
+      await queueDeliveries(database, slow, 30);
+      await queueDeliveries(database, fail, 30);
       const concurrency = new UrlConcurrency({ initial: 4, min: 1, max: 24, slowMs: 100 });
       const worker = createDeliveryWorker({
         database,
@@ -111,8 +90,8 @@ describe.each(['postgres', 'pglite'] as const)(
       } finally {
         await worker.stop();
       }
-      // Every fast event once, none twice.
-      expect([...(receiver.answered.get('/fast') ?? [])].sort()).toEqual([...fastEvents].sort());
+      // Every fast delivery once, none twice.
+      expect([...(receiver.answered.get('/fast') ?? [])].sort()).toEqual([...fastDeliveries].sort());
 
       // The fast URL got room: more than the 4 it started with were sent at once, never more than 24.
       expect(concurrency.limit(fast)).toBeGreaterThan(4);

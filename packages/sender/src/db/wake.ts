@@ -22,8 +22,9 @@ export const WAKE_CHANNEL = 'payhook_deliveries';
 export const WAKE_MARK = 'payhook_wake';
 
 /** Whether a statement's result says to wake the workers: {@link WAKE_MARK} true in its first row. */
-export function marksWake(rows: readonly unknown[]): boolean {
-  const first = rows[0];
+export function marksWake(rows: readonly unknown[] | undefined): boolean {
+  // A text of several statements answers an array of results, without rows of its own: no mark.
+  const first = Array.isArray(rows) ? rows[0] : undefined;
   return (
     typeof first === 'object' && first !== null && (first as Record<string, unknown>)[WAKE_MARK] === true
   );

@@ -34,6 +34,18 @@ export function slotsOf(url: string, perUrl: number, share: UrlShare | undefined
   return d < perUrl ? Math.floor((perUrl - 1 - d) / share.count) + 1 : 0;
 }
 
+/**
+ * This instance's slots of a URL whose concurrency is `limit` over every instance (learnt by
+ * `UrlConcurrency`): all of it while alone; with others, its part of the URL's starting `perUrl`
+ * slots ({@link slotsOf}, which also says who sends to the URL at all) scaled to the limit, at
+ * least one where it has a part.
+ */
+export function slotsHere(url: string, limit: number, perUrl: number, share: UrlShare | undefined): number {
+  if (!share || share.count <= 1) return limit;
+  const part = slotsOf(url, perUrl, share);
+  return part <= 0 ? 0 : Math.max(1, Math.floor((limit * part) / perUrl));
+}
+
 /** {@link slotsOf} in SQL, over the column `url` (the same hash, the same arithmetic). */
 export function slotsSql(perUrl: number, share: UrlShare): RawBuilder<number> {
   const h = sql`('x' || lpad(left(md5(url), 8), 16, '0'))::bit(64)::bigint`;

@@ -7,8 +7,9 @@ import { type Claim, releaseClaims, renewLeases, WAKE_CHANNEL } from './delivery
 import { HeldClaims } from './held-claims.js';
 import { createDeliveryClient } from './http-client.js';
 import { logFailure, silentLogger } from './logger.js';
-import { joinDeliveryInstances, type Membership, slotsOf, type UrlShare } from './membership.js';
+import { joinDeliveryInstances, type Membership, slotsHere } from './membership.js';
 import { observeAttempt } from './metrics.js';
+import { createOrphanSweeps } from './orphan-sweeps.js';
 import { createEndpointPacer } from './rate-limit.js';
 import { createRefusalHints, refusalHint } from './refusal-hint.js';
 import { serialPasses } from './serial-passes.js';
@@ -17,16 +18,13 @@ import { UrlConcurrency } from './url-concurrency.js';
 import { type DeliveryWorker, type DeliveryWorkerOptions, positive } from './worker-options.js';
 
 export type { WorkerLogger } from './logger.js';
-
-/** When the sweeps for orphaned claims run after a failure or an outage's end (see `sweepOrphans`). */
-const ORPHAN_SWEEPS_MS = [250, 2000, 5000, 12_000];
 export type { DeliveryWorker, DeliveryWorkerOptions } from './worker-options.js';
 
 /**
  * The modes of a worker, changed only through `setMode`:
  * - `idle`, as made: `wake` and `runDue` claim and attempt (tests and tools drive it so);
- * - `running`, from `start()`: also woken by every committed outbox write (`db/wake.ts`) and by a poll
- *   for due retries;
+ * - `running`, from `start()`: also woken by every committed outbox write (`db/wake.ts`) and by a
+ *   poll for due retries;
  * - `stopping`, from `stop()` (in `idle` or `running`): no more claims; rows claimed ahead are
  *   released, attempts in flight have the grace period to finish;
  * - `stopped`, when `stop()` is done: what was still in flight is released, an own client closed.
@@ -45,8 +43,8 @@ const NEXT_MODES: Record<WorkerMode, readonly WorkerMode[]> = {
  * LOCKED` under a lease (so several instances on one PostgreSQL share the work, and a killed
  * worker's claims come back when the lease ends), posts each event's signed bytes to its URL,
  * records every attempt, and schedules the retries (schedule.ts) until 48 hours after the first
- * attempt. New events wake it at once (after their commit: `db/wake.ts`); retries are found by polling. The
- * states of a delivery and the statement of each transition: `./delivery-state.ts`.
+ * attempt. New events wake it at once (after their commit: `db/wake.ts`); retries are found by
+ * polling. The states of a delivery and the statement of each transition: `./delivery-state.ts`.
  *
  * @example
  * ```ts
@@ -89,10 +87,6 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let stopped: Promise<void> | undefined;
   /** From `start()`: which URLs are this instance's (all of them until then, as for `runDue`). */
   let membership: Membership | undefined;
-  /** Whether the next pass gives back this worker's claims that it does not hold (see `sweepOrphans`). */
-  let orphansDue = false;
-  /** The timers of the sweeps to come (see `sweepOrphans`). */
-  const sweeps = new Set<NodeJS.Timeout>();
 
   const held = new HeldClaims({
     concurrency,
@@ -112,6 +106,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     pace: () => mode === 'running',
   });
   const pump = serialPasses(fill, () => !claiming);
+  /** Gives back, after a failure, the claims this worker made and does not hold (`orphan-sweeps.ts`). */
+  const orphans = createOrphanSweeps({ release: () => claimer.releaseOrphans(now()), wake, log });
 
   function setMode(next: WorkerMode): void {
     if (!NEXT_MODES[mode].includes(next)) {
@@ -193,13 +189,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       },
     });
     span.end(outcome);
-    urlConcurrency.answered(claim.url, {
-      ok: outcome.ok,
-      latencyMs: outcome.latencyMs,
-      sentAt,
-      saturated: held.saturated(claim.url),
-      endpointId: claim.endpoint_id,
-    });
+    const saturated = held.saturated(claim.url);
+    urlConcurrency.answered(claim.url, { ...outcome, sentAt, saturated, endpointId: claim.endpoint_id });
     const hint = outcome.ok ? undefined : refusalHint(outcome, claim.business_id);
     if (hint && hintDue(claim.url, hint)) {
       log.warn(
@@ -256,7 +247,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         // Reading the signing secrets or recording the attempt failed: the claim is let go, and
         // given back by the sweep once the database answers (not a minute later, at its lease end).
         logFailure(log, error, 'a delivery attempt could not be signed or recorded', { delivery: claim.id });
-        sweepOrphans();
+        orphans.schedule();
       })
       .finally(() => {
         if (!freed) freeSlot(claim);
@@ -273,7 +264,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
    */
   async function fill(): Promise<number> {
     let started = held.startReady();
-    await releaseOrphans();
+    await orphans.runIfDue();
     const pass = claimer.pass();
     while (claiming) {
       const room = capacity - held.sending - held.ready.length;
@@ -292,42 +283,6 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     return started;
   }
 
-  /**
-   * After a statement failed or the database came back: this worker may have claims it does not
-   * hold (a claim cut short that committed on the server all the same, even after a frozen server
-   * thawed; an attempt whose signing or record failed; rows whose release failed). Each would
-   * wait for its lease to end, a minute late. The next pass gives them back, due now, and so do
-   * passes 0.25, 2, 5 and 12 s from now (once per failure, not again while those are to come): a
-   * claim that a thawed server commits after one sweep is caught by a later one. A sweep runs
-   * inside a pass, never beside a claim of this worker.
-   */
-  function sweepOrphans(): void {
-    orphansDue = true;
-    if (sweeps.size > 0 || !claiming) return;
-    for (const ms of ORPHAN_SWEEPS_MS) {
-      const timer = setTimeout(() => {
-        sweeps.delete(timer);
-        orphansDue = true;
-        wake();
-      }, ms);
-      timer.unref();
-      sweeps.add(timer);
-    }
-  }
-
-  /** Gives back the orphaned claims, when a sweep is due: in a pass, so that no claim is under way. */
-  async function releaseOrphans(): Promise<void> {
-    if (!orphansDue) return;
-    orphansDue = false;
-    try {
-      const released = await claimer.releaseOrphans(now());
-      if (released > 0) log.info({ released }, 'gave back deliveries this worker claimed and does not hold');
-    } catch (error) {
-      orphansDue = true;
-      throw error;
-    }
-  }
-
   /** Looks for due deliveries: new ones may be due, past the backlogs of URLs at their limit. */
   function wakeToLook(): void {
     maybeDue = true;
@@ -341,24 +296,15 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     pump.run().catch((error: unknown) => {
       logFailure(log, error, 'claiming deliveries failed');
       // A claim cut short may have committed on the server all the same.
-      sweepOrphans();
+      orphans.schedule();
     });
-  }
-
-  /**
-   * Back from an outage: claims cut short by it, which may have committed once the database
-   * answered, are given back (due now, not at their lease end), then due rows are looked for.
-   */
-  function recover(): void {
-    sweepOrphans();
-    wakeToLook();
   }
 
   async function shutDown(): Promise<void> {
     setMode('stopping');
     try {
       stopWatchingHealth?.();
-      for (const timer of sweeps) clearTimeout(timer);
+      orphans.stop();
       clearInterval(poll);
       clearInterval(renewal);
       await unlisten?.().catch(() => {});
@@ -406,16 +352,20 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
             log.info(share, 'delivery instances changed');
             release(held.dropReady()).catch((error: unknown) => {
               logFailure(log, error, 'releasing deliveries failed');
-              sweepOrphans();
+              orphans.schedule();
             });
             wakeToLook();
           },
           onError: (error) => logFailure(log, error, 'the delivery instances heartbeat failed'),
         });
       unlisten = await database.listen(WAKE_CHANNEL, wakeToLook);
-      // Back from an outage: wake-ups sent meanwhile were lost, so look for due rows at once.
+      // Back from an outage: claims cut short by it, which may have committed once the database
+      // answered, are given back (due now, not at their lease end); wake-ups sent meanwhile were
+      // lost, so due rows are looked for at once.
       stopWatchingHealth = database.health.onChange((change) => {
-        if (change.state === 'up') recover();
+        if (change.state !== 'up') return;
+        orphans.schedule();
+        wakeToLook();
       });
       poll = setInterval(wakeToLook, pollIntervalMs);
       poll.unref();
@@ -443,15 +393,4 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       return stopped;
     },
   };
-}
-
-/**
- * This instance's slots of a URL whose concurrency is `limit` over every instance: all of it while
- * alone; with others, its part of the URL's starting `perUrl` slots (`slotsOf`, which says who sends
- * to the URL at all) scaled to the limit, at least one where it has a part.
- */
-function slotsHere(url: string, limit: number, perUrl: number, share: UrlShare | undefined): number {
-  if (!share || share.count <= 1) return limit;
-  const part = slotsOf(url, perUrl, share);
-  return part <= 0 ? 0 : Math.max(1, Math.floor((limit * part) / perUrl));
 }
