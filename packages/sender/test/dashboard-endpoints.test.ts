@@ -146,4 +146,27 @@ describe("the dashboard's endpoint pages", { timeout: 60_000 }, () => {
     const still = await api<{ status: string }>(sender.keys.test, 'GET', `/webhook-endpoints/${id}`);
     expect(still.body.data.status).toBe('enabled');
   });
+
+  it("shows each endpoint's concurrency on its page and on /metrics: where it starts, then learnt from its answers", async () => {
+    // The other business: its endpoint alone gets its session's event.
+    const key = sender.keys.other;
+    const created = await api<{ id: string }>(key, 'POST', '/webhook-endpoints', {
+      url: `${sender.webhookUrl}?concurrency`,
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id;
+    const cookie = await signIn(base, key);
+    const before = await getPage(base, `/dashboard/endpoints/${id}`, cookie);
+    expect(before.html).toMatch(/id="endpoint-concurrency">4 at once <span class="muted">\(where it starts/);
+
+    expect((await api(key, 'POST', '/payment-sessions', sessionRequest)).status).toBe(201);
+    const line = new RegExp(`^payhook_endpoint_concurrency\\{endpoint="${id}"\\} (\\d+)$`, 'm');
+    await expect
+      .poll(async () => line.exec(await (await fetch(`${base}/metrics`)).text())?.[1], { timeout: 20_000 })
+      .toBe('4');
+    const after = await getPage(base, `/dashboard/endpoints/${id}`, cookie);
+    expect(after.html).toMatch(
+      /id="endpoint-concurrency">4 at once <span class="muted">\(learnt from its answers/,
+    );
+  });
 });

@@ -27,7 +27,8 @@ export interface EndpointPacer {
 /**
  * Creates a worker's pacer: the endpoints' limits are read at most every {@link RATE_CACHE_MS}
  * (so an attempt to an endpoint without a limit costs no statement), and a limited endpoint's slot
- * is taken in the database.
+ * is taken in the database. `clock` (ms) times the slot statements' round trip, which sets the
+ * earliest slot an attempt takes.
  *
  * @example
  * ```ts
