@@ -354,7 +354,7 @@ describe('the sender when its PostgreSQL fails', { timeout: 300_000 }, () => {
   it('answers 503 while PostgreSQL is stopped, and goes on when it starts', async () => {
     const answers = await underLoad(async () => {
       await postgres.stop();
-      await sleep(8000);
+      await sleep(6000);
       await postgres.start();
     });
     expect(answers.filter((a) => a.status === 503).length).toBeGreaterThan(0);
@@ -370,7 +370,7 @@ describe('the sender when its PostgreSQL fails', { timeout: 300_000 }, () => {
   it('answers 503 within 5 s while PostgreSQL is frozen (no answer, no reset)', async () => {
     const answers = await underLoad(async () => {
       postgres.freeze();
-      await sleep(10_000);
+      await sleep(8000);
       postgres.thaw();
     });
     expect(answers.filter((a) => a.status === 503).length).toBeGreaterThan(0);
