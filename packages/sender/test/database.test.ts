@@ -153,6 +153,36 @@ describe('openDatabase', { timeout: 60_000 }, () => {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it('starts while other schemas on the same server are created and dropped', async () => {
+    await reachPostgres();
+    // The migrator once read every schema's tables, by name: a schema dropped meanwhile failed
+    // this sender's start with "schema … does not exist".
+    const churn = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await churn.connect();
+    let churning = true;
+    const other = `payhook_churn_${process.pid}_${Date.now()}`;
+    const loop = (async () => {
+      for (let i = 0; churning; i++) {
+        await churn.query(`create schema ${other}_${i % 4}`);
+        await churn.query(`create table ${other}_${i % 4}.t (id serial primary key, v text)`);
+        await churn.query(`drop schema ${other}_${i % 4} cascade`);
+      }
+    })();
+    try {
+      for (let i = 0; i < 6; i++) {
+        const schema = `payhook_start_${process.pid}_${Date.now()}_${i}`;
+        schemas.push(schema);
+        const database = await openDatabase({ url: TEST_DATABASE_URL, schema });
+        expect(await appliedMigrations(database.db)).toEqual(MIGRATIONS);
+        await database.close();
+      }
+    } finally {
+      churning = false;
+      await loop;
+      await churn.end();
+    }
+  });
+
   it('refuses a schema name that is not a plain identifier', async () => {
     await expect(openDatabase({ url: TEST_DATABASE_URL, schema: 'x; drop table y' })).rejects.toThrow(
       TypeError,

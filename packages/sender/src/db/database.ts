@@ -15,6 +15,7 @@ import {
   probe,
 } from './postgres.js';
 import type { Schema } from './schema.js';
+import { withSchemaIntrospection } from './schema-introspection.js';
 import { createWakeSignal, WAKE_CHANNEL, type WakeSignal } from './wake.js';
 
 export { type PostgresTimeouts, PREPARE } from './postgres.js';
@@ -185,9 +186,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       dialect: new PostgresDialect({ pool: kyselyPool(deliveryPool, timeouts, health, signal) }),
     });
     migrationDb = new Kysely<Schema>({
-      dialect: new PostgresDialect({
-        pool: createPool({ ...connection, max: 1 }, { ...timeouts, statementTimeoutMs: 0 }),
-      }),
+      dialect: withSchemaIntrospection(
+        new PostgresDialect({
+          pool: createPool({ ...connection, max: 1 }, { ...timeouts, statementTimeoutMs: 0 }),
+        }),
+        schema,
+      ),
     });
     kind = 'postgres';
     listen = async (channel, onNotify) => {
