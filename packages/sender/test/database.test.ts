@@ -31,6 +31,7 @@ const MIGRATIONS = [
   '0011_dashboard_sessions',
   '0012_webhook_endpoints',
   '0013_endpoint_failures',
+  '0014_endpoint_attempt_hours',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];

@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
+import { recoverEndpoint } from '../src/delivery/recover.js';
 import {
   buildApp,
   createDeliveryClient,
@@ -222,6 +223,40 @@ describe.each(['pglite', 'postgres'] as const)(
         expect(mine.filter((r) => r.status === 'failed').map((r) => r.superseded_by)).toEqual([
           mine.find((r) => r.status === 'pending')?.id,
         ]);
+      }
+    });
+
+    it('reads the window in batches: three recoveries at once, in batches of 1, 2 and 3, queue each of 5 events once', async () => {
+      const receiver = await startLoopbackReceiver({ respond: 500 });
+      receivers.push(receiver);
+      const id = await endpoint(receiver.url);
+      const since = new Date(Date.now() - 1000);
+      const events: string[] = [];
+      for (let i = 0; i < 5; i++) events.push(await makeEvent());
+      await runFor(49 * HOUR);
+      const row = await database.db
+        .selectFrom('webhook_endpoints')
+        .selectAll()
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      const window = { since, until: new Date(Date.now() + 1000), now: clock.now() };
+      const progress: number[] = [];
+      const runs = await Promise.all(
+        [1, 2, 3].map((batch) =>
+          recoverEndpoint(database.db, row, window, {
+            batch,
+            onProgress: (p) => batch === 1 && progress.push(p.events),
+          }),
+        ),
+      );
+      // Together they made one delivery per event; each reported its reading as it went.
+      expect(runs.reduce((sum, r) => sum + r.created, 0)).toBe(5);
+      // (The window also holds the events of the tests before, delivered or being tried.)
+      expect(progress.length).toBeGreaterThanOrEqual(5);
+      expect(progress).toEqual(progress.map((_, i) => i + 1));
+      const rows = await rowsOf(id);
+      for (const event of events) {
+        expect(rows.filter((r) => r.event_id === event && r.status === 'pending')).toHaveLength(1);
       }
     });
 

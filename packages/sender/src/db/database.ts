@@ -5,6 +5,7 @@ import pg from 'pg';
 import { ALWAYS_UP, createDatabaseHealth, type DatabaseHealth } from './health.js';
 import { lockDataDir } from './lock.js';
 import { migrationProvider } from './migrations.js';
+import { buildOnlineIndexes } from './online-indexes.js';
 import { type PGliteDialect, pgliteDialect } from './pglite-pool.js';
 import {
   createPool,
@@ -223,6 +224,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
           cause: error,
         });
       }
+      await buildOnlineIndexes(
+        (migrationDb ?? db) as Kysely<unknown>,
+        kind,
+        'url' in options ? options.schema : undefined,
+      );
     });
   } catch (error) {
     health.close();

@@ -205,6 +205,26 @@ export interface EndpointFailuresTable {
 }
 
 /**
+ * One endpoint's attempts in one hour (migration 0014), kept by the attempt-record statement: what
+ * the endpoint's charts and health read (`attempt-hours.ts`).
+ */
+export interface EndpointAttemptHoursTable {
+  endpoint_id: string;
+  /** The start of the hour (UTC). */
+  hour: Date;
+  attempts: number;
+  /** Attempts answered 200 (the event delivered). */
+  succeeded: number;
+  /** Attempts per latency bucket (`LATENCY_BOUNDS_MS`). */
+  latency_histogram: number[];
+  /** The hour's latest failed attempt, if any. */
+  last_error_at: Date | null;
+  last_error_status: number | null;
+  last_error_code: string | null;
+  last_error_message: string | null;
+}
+
+/**
  * The typed schema of the sender's database, one table a key; migrations in `migrations.ts`
  * create it.
  *
@@ -230,6 +250,7 @@ export interface Schema {
   webhook_endpoints: WebhookEndpointsTable;
   endpoint_signing_secrets: EndpointSigningSecretsTable;
   endpoint_failures: EndpointFailuresTable;
+  endpoint_attempt_hours: EndpointAttemptHoursTable;
 }
 
 /** The database or a transaction on it: what a statement that may run in either takes. */

@@ -1,4 +1,4 @@
-import { sql, type Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Mode, Schema } from '../db/schema.js';
 import { endpointTakesSql } from '../endpoints/filter.js';
 import { enqueueDeliveries, WAKE } from './delivery-state.js';
@@ -26,19 +26,31 @@ export interface Recovery {
   resumed: number;
 }
 
-interface Candidate {
+/** Events a recovery reads per statement (and per transaction). */
+export const RECOVER_BATCH = 2000;
+
+/** What one batch of a recovery found to do, per event (at most one kind each). */
+interface Action {
   event_id: string;
-  event_created_at: Date;
-  id: string | null;
-  status: 'pending' | 'delivered' | 'failed' | null;
-  attempts: number | null;
-  superseded_by: string | null;
+  /** No delivery to the endpoint: one is made. */
+  never_sent: boolean;
+  /** Its failures not replaced yet (none delivered, none pending): one delivery in their place. */
+  failed_ids: string[] | null;
+  /** Its pending deliveries, all never attempted (held while the endpoint was disabled): made due. */
+  unattempted_ids: string[] | null;
+}
+
+/** Where a recovery has read up to: the last event of the last batch, in creation order. */
+interface Cursor {
+  /** Its creation time as PostgreSQL writes it: to the microsecond, which a `Date` is not. */
+  created_at: string;
+  id: string;
 }
 
 /**
- * Recovers a window of an endpoint's events, in the caller's transaction: every event of its
- * business and mode created in `[since, until)` that the endpoint's filter takes is sent to it
- * again when it was never delivered there, each as a delivery with its own 48 hours:
+ * Recovers a window of an endpoint's events: every event of its business and mode created in
+ * `[since, until)` that the endpoint's filter takes is sent to it again when it was never
+ * delivered there, each as a delivery with its own 48 hours:
  * - a failed delivery (not redelivered yet) gets a new delivery in its place, marked as replaced
  *   (`superseded_by`), as a redelivery does;
  * - a pending delivery never attempted (one held while the endpoint was disabled) is made due now;
@@ -46,63 +58,139 @@ interface Candidate {
  *   filter left the type out) gets one, if the endpoint existed when the event was made.
  * An event delivered to the endpoint, or still being tried there, is left alone: a recovery never
  * sends a delivered event again. Deliveries older than endpoints (no endpoint, the same URL)
- * count as the endpoint's. Two recoveries of one endpoint queue one after the other (the
- * endpoint's row is locked). A disabled endpoint's recovered deliveries are held with its others
+ * count as the endpoint's.
+ *
+ * The window is read in batches of {@link RECOVER_BATCH} events, oldest first, through the
+ * events' page index; each batch is one statement that finds, in SQL, only the events with
+ * something to do, and the batch's changes commit in its own transaction, which holds the
+ * endpoint's row: two recoveries of one endpoint take turns batch by batch, and each sees what
+ * the other queued. A recovery cut short (a restart) has queued what its batches committed, and
+ * running it again queues the rest: what it queued is pending, and left alone. `onProgress` is
+ * called after each batch but the last. A disabled endpoint's recovered deliveries are held with its others
  * until it is enabled.
  *
  * @example
  * ```ts
- * const { queued } = await db.transaction().execute((tx) =>
- *   recoverEndpoint(tx, endpoint, { since, until: new Date(), now: new Date() }),
- * );
+ * const { queued } = await recoverEndpoint(database.db, endpoint, { since, until: new Date(), now: new Date() });
  * ```
  */
 export async function recoverEndpoint(
+  db: Kysely<Schema>,
+  endpoint: RecoveredEndpoint,
+  window: { since: Date; until: Date; now: Date },
+  options: {
+    /** Events read per batch (default {@link RECOVER_BATCH}). */
+    batch?: number;
+    /** Called after each batch but the last. */
+    onProgress?: (progress: { readThrough: Date; events: number } & Recovery) => void;
+  } = {},
+): Promise<Recovery> {
+  const size = options.batch ?? RECOVER_BATCH;
+  const total: Recovery = { queued: 0, created: 0, resumed: 0 };
+  let cursor: Cursor | null = null;
+  let events = 0;
+  for (;;) {
+    const batch: Batch = await db
+      .transaction()
+      .execute((tx) => recoverBatch(tx, endpoint, window, cursor, size));
+    events += batch.read;
+    total.created += batch.done.created;
+    total.resumed += batch.done.resumed;
+    total.queued += batch.done.queued;
+    if (batch.last === null || batch.read < size) break;
+    cursor = batch.last;
+    options.onProgress?.({ readThrough: batch.lastAt as Date, events, ...total });
+  }
+  return total;
+}
+
+interface Batch {
+  /** Events read. */
+  read: number;
+  /** The last of them, null when none was. */
+  last: Cursor | null;
+  lastAt: Date | null;
+  done: Recovery;
+}
+
+/** One batch of {@link recoverEndpoint}: the events after `cursor`, in the caller's transaction. */
+async function recoverBatch(
   tx: Transaction<Schema>,
   endpoint: RecoveredEndpoint,
   window: { since: Date; until: Date; now: Date },
-): Promise<Recovery> {
+  cursor: Cursor | null,
+  size: number,
+): Promise<Batch> {
   await sql`select 1 from webhook_endpoints where id = ${endpoint.id}::uuid for update`.execute(tx);
-  const { rows } = await sql<Candidate>`select e.id as event_id, e.created_at as event_created_at,
-      d.id, d.status, d.attempts, d.superseded_by
-    from webhook_endpoints ep
-    join events e on e.business_id = ep.business_id and e.mode = ep.mode
-    left join deliveries d on d.event_id = e.id
-      and (d.endpoint_id = ep.id or (d.endpoint_id is null and d.url = ep.url and ${isWebhookUrl('d.url')}))
-    where ep.id = ${endpoint.id}::uuid
-      and e.created_at >= ${window.since} and e.created_at < ${window.until}
-      and ${endpointTakesSql('ep', sql.ref('e.type'))}
-    order by e.created_at, e.id`.execute(tx);
-
-  const byEvent = new Map<string, Candidate[]>();
-  for (const row of rows) {
-    const list = byEvent.get(row.event_id);
-    if (list) list.push(row);
-    else byEvent.set(row.event_id, [row]);
+  const after = cursor
+    ? sql`(e.created_at, e.id) > (${cursor.created_at}::timestamptz, ${cursor.id}::uuid)`
+    : sql`e.created_at >= ${window.since}`;
+  const { rows } = await sql<Action & { read: number; last_at: Date; last_at_text: string; last_id: string }>`
+    with batch as (
+      select e.id, e.created_at, e.type from events e
+      where e.business_id = ${endpoint.business_id} and e.mode = ${endpoint.mode}
+        and ${after} and e.created_at < ${window.until}
+      order by e.created_at, e.id
+      limit ${size}
+    ),
+    edge as (
+      select count(*)::int as read, max(created_at) as last_at, max(created_at)::text as last_at_text,
+             (array_agg(id order by created_at desc, id desc))[1] as last_id
+      from batch
+    ),
+    per_event as (
+      select b.id as event_id, b.created_at,
+             count(d.id) = 0 as none,
+             coalesce(bool_or(d.status = 'delivered'), false) as delivered,
+             coalesce(bool_or(d.status = 'pending'), false) as pending,
+             coalesce(bool_or(d.status = 'pending' and d.attempts > 0), false) as tried,
+             array_agg(d.id) filter (where d.status = 'failed' and d.superseded_by is null) as failed_ids,
+             array_agg(d.id) filter (where d.status = 'pending') as pending_ids
+      from batch b
+      join webhook_endpoints ep on ep.id = ${endpoint.id}::uuid
+      left join deliveries d on d.event_id = b.id
+        and (d.endpoint_id = ep.id or (d.endpoint_id is null and d.url = ep.url and ${isWebhookUrl('d.url')}))
+      where ${endpointTakesSql('ep', sql.ref('b.type'))}
+      group by b.id, b.created_at
+    ),
+    actions as (
+      select event_id,
+             none and created_at >= ${endpoint.created_at} as never_sent,
+             case when not pending then failed_ids end as failed_ids,
+             case when pending and not tried then pending_ids end as unattempted_ids
+      from per_event
+      where not delivered and ((none and created_at >= ${endpoint.created_at})
+        or (not pending and failed_ids is not null) or (pending and not tried))
+    )
+    select edge.read, edge.last_at, edge.last_at_text, edge.last_id, a.*
+    from edge left join actions a on true`.execute(tx);
+  const edge = rows[0];
+  if (!edge || edge.read === 0) {
+    return { read: 0, last: null, lastAt: null, done: { queued: 0, created: 0, resumed: 0 } };
   }
-  const neverSent: string[] = [];
-  const failed: string[] = [];
-  const unattempted: string[] = [];
-  for (const [eventId, list] of byEvent) {
-    const deliveries = list.filter((c) => c.id !== null);
-    if (deliveries.length === 0) {
-      if (new Date(list[0]?.event_created_at as Date) >= new Date(endpoint.created_at))
-        neverSent.push(eventId);
-      continue;
-    }
-    if (deliveries.some((d) => d.status === 'delivered')) continue;
-    const pending = deliveries.filter((d) => d.status === 'pending');
-    if (pending.length > 0) {
-      // Being tried: left alone, unless it never was (held while the endpoint was disabled).
-      if (pending.every((d) => d.attempts === 0)) unattempted.push(...pending.map((d) => d.id as string));
-      continue;
-    }
-    failed.push(...deliveries.filter((d) => d.superseded_by === null).map((d) => d.id as string));
-  }
+  const actions = rows.filter((r) => r.event_id !== null);
+  const done = await applyActions(tx, endpoint, window.now, actions);
+  return {
+    read: edge.read,
+    last: { created_at: edge.last_at_text, id: edge.last_id },
+    lastAt: edge.last_at,
+    done,
+  };
+}
 
+/** Queues what a batch found: the held deliveries made due, the new ones made and marked. */
+async function applyActions(
+  tx: Transaction<Schema>,
+  endpoint: RecoveredEndpoint,
+  now: Date,
+  actions: readonly Action[],
+): Promise<Recovery> {
+  const neverSent = actions.filter((a) => a.never_sent).map((a) => a.event_id);
+  const failed = actions.flatMap((a) => a.failed_ids ?? []);
+  const unattempted = actions.flatMap((a) => a.unattempted_ids ?? []);
   let resumed = 0;
   if (unattempted.length > 0) {
-    const { rows: due } = await sql<{ id: string }>`update deliveries set next_attempt_at = ${window.now}
+    const { rows: due } = await sql<{ id: string }>`update deliveries set next_attempt_at = ${now}
       where id = any(${unattempted}::uuid[]) and status = 'pending' and attempts = 0 and claim_token is null
       returning id`.execute(tx);
     resumed = due.length;

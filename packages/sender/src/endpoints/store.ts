@@ -273,7 +273,7 @@ export async function deleteEndpoint(
   return true;
 }
 
-/** Ends the pending deliveries of deleted endpoints that signed with their own secrets. */
+/** Ends the pending deliveries of deleted endpoints that signed with their own secrets, and forgets their counts. */
 async function endPendingDeliveries(tx: Transaction<Schema>, endpointIds: readonly string[]): Promise<void> {
   if (endpointIds.length === 0) return;
   await tx
@@ -287,6 +287,25 @@ async function endPendingDeliveries(tx: Transaction<Schema>, endpointIds: readon
     .where('endpoint_id', 'in', endpointIds)
     .where('status', '=', 'pending')
     .execute();
+  // Its hourly counts: no page shows them any more.
+  await tx.deleteFrom('endpoint_attempt_hours').where('endpoint_id', 'in', endpointIds).execute();
+}
+
+/**
+ * How many deliveries of each of `endpointIds` are pending (being tried, or held while it is
+ * disabled), through the index of each endpoint's pending deliveries; endpoints with none are left
+ * out.
+ */
+export async function pendingByEndpoint(
+  db: Db,
+  endpointIds: readonly string[],
+): Promise<Map<string, number>> {
+  if (endpointIds.length === 0) return new Map();
+  const { rows } = await sql<{ endpoint_id: string; pending: number }>`
+    select endpoint_id, count(*)::int as pending from deliveries
+    where status = 'pending' and endpoint_id = any(${endpointIds}::uuid[])
+    group by endpoint_id`.execute(db);
+  return new Map(rows.map((r) => [r.endpoint_id, r.pending]));
 }
 
 /** The URLs of every endpoint of the business, oldest first: the settings' `webhook_urls`. */

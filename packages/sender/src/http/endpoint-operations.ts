@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { sql } from 'kysely';
 import { type Static, Type } from 'typebox';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
+import { endpointBuckets } from '../delivery/attempt-counts.js';
 import { type DisableRule, endpointFailures, type FailureView } from '../delivery/endpoint-health.js';
 import { RECOVER_MAX_DAYS, recoverEndpoint } from '../delivery/recover.js';
 import { getEndpoint } from '../endpoints/store.js';
@@ -117,13 +117,19 @@ const Stats = Type.Object(
         start: Type.String({ format: 'date-time' }),
         attempts: Type.Integer(),
         succeeded: Type.Integer({ description: 'Attempts answered 200.' }),
-        p50_latency_ms: Type.Union([Type.Integer(), Type.Null()], { description: 'Their median latency.' }),
+        p50_latency_ms: Type.Union([Type.Integer(), Type.Null()], {
+          description:
+            'Their median latency, read from a histogram of the attempts (within a third of the exact one).',
+        }),
       }),
       { description: 'Oldest first; every bucket of the window, those without an attempt included.' },
     ),
   },
   { title: 'WebhookEndpointStats' },
 );
+
+/** How often a long recovery logs its progress. */
+const PROGRESS_EVERY_MS = 5000;
 
 /** 422 `validation_failed` naming `field`. */
 const invalid = (field: string, message: string) =>
@@ -174,15 +180,22 @@ export const endpointOperationRoutes: FastifyPluginAsync<{ database: Database; n
         );
       }
       if (until <= since) throw invalid('until', 'must be after since');
-      const response = await database.db.transaction().execute(async (tx) => {
-        const endpoint = await getEndpoint(tx, owner, request.params.id);
-        const { queued } = await recoverEndpoint(tx, endpoint, { since, until, now: at });
-        const response = {
-          data: { endpoint_id: endpoint.id, since: isoMicros(since), until: isoMicros(until), queued },
-        };
-        await storeResponse(tx, request, reply, 202, response);
-        return response;
-      });
+      const endpoint = await getEndpoint(database.db, owner, request.params.id);
+      let reported = Date.now();
+      const onProgress = (progress: { readThrough: Date; events: number; queued: number }) => {
+        // A long window says how far it has read, every few seconds.
+        if (Date.now() - reported < PROGRESS_EVERY_MS) return;
+        reported = Date.now();
+        const { events, queued } = progress;
+        const readThrough = isoMicros(progress.readThrough);
+        request.log.info({ endpoint: endpoint.id, readThrough, events, queued }, 'recovering');
+      };
+      const window = { since, until, now: at };
+      const { queued } = await recoverEndpoint(database.db, endpoint, window, { onProgress });
+      const response = {
+        data: { endpoint_id: endpoint.id, since: isoMicros(since), until: isoMicros(until), queued },
+      };
+      await storeResponse(database.db, request, reply, 202, response);
       responseStored(request, 202);
       return response;
     },
@@ -195,7 +208,7 @@ export const endpointOperationRoutes: FastifyPluginAsync<{ database: Database; n
         summary: "An endpoint's attempts over the last 24 hours or 7 days",
         operationId: 'getWebhookEndpointStats',
         description:
-          "Per bucket: the attempts made to this endpoint, how many were answered 200, and their median latency: what the dashboard's charts draw. Attempts of the events created in the window and the 48 hours before it are counted.",
+          "Per bucket: the attempts made to this endpoint, how many were answered 200, and their median latency: what the dashboard's charts draw. Read from counts kept per endpoint and hour as attempts are recorded.",
         querystring: StatsQuery,
         response: { 200: Type.Object({ data: Stats }) },
       },
@@ -204,39 +217,22 @@ export const endpointOperationRoutes: FastifyPluginAsync<{ database: Database; n
       const endpoint = await getEndpoint(database.db, request.principal, request.params.id);
       const name = request.query.window ?? '24h';
       const { hours, bucketHours } = STATS_WINDOWS[name];
-      const bucketMs = bucketHours * 3_600_000;
-      // Buckets on whole hours: the last one holds the current hour.
-      const end = Math.floor(now().getTime() / 3_600_000) * 3_600_000 + 3_600_000;
-      const count = hours / bucketHours;
-      const from = new Date(end - count * bucketMs);
-      const { rows } = await sql<{ i: number; attempts: string; ok: string; p50: number | null }>`
-        select floor(extract(epoch from (a.started_at - ${from}::timestamptz)) * 1000 / ${bucketMs})::int as i,
-               count(*)::text as attempts,
-               count(*) filter (where a.status_code = 200 and a.error_code is null)::text as ok,
-               percentile_disc(0.5) within group (order by a.latency_ms) as p50
-        from events e
-        join deliveries d on d.event_id = e.id
-        join delivery_attempts a on a.delivery_id = d.id
-        where e.business_id = ${endpoint.business_id} and e.mode = ${endpoint.mode}
-          and e.created_at >= ${new Date(from.getTime() - 48 * 3_600_000)}
-          and (d.endpoint_id = ${endpoint.id}::uuid or (d.endpoint_id is null and d.url = ${endpoint.url}))
-          and a.started_at >= ${from} and a.started_at < ${new Date(end)}
-        group by 1`.execute(database.db);
-      const byIndex = new Map(rows.map((r) => [Number(r.i), r]));
+      const buckets = await endpointBuckets(database.db, endpoint.id, {
+        count: hours / bucketHours,
+        bucketHours,
+        now: now(),
+      });
       return {
         data: {
           endpoint_id: endpoint.id,
           window: name,
-          bucket_seconds: bucketMs / 1000,
-          buckets: Array.from({ length: count }, (_, i) => {
-            const row = byIndex.get(i);
-            return {
-              start: isoMicros(new Date(from.getTime() + i * bucketMs)),
-              attempts: Number(row?.attempts ?? 0),
-              succeeded: Number(row?.ok ?? 0),
-              p50_latency_ms: row?.p50 == null ? null : Number(row.p50),
-            };
-          }),
+          bucket_seconds: bucketHours * 3600,
+          buckets: buckets.map(({ start, counts }) => ({
+            start: isoMicros(start),
+            attempts: counts.attempts,
+            succeeded: counts.succeeded,
+            p50_latency_ms: counts.p50LatencyMs,
+          })),
         },
       };
     },

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { sql } from 'kysely';
 import { Type } from 'typebox';
 import type { Database } from '../db/database.js';
-import { endpointUrls } from '../endpoints/store.js';
+import { endpointTotals } from '../delivery/attempt-counts.js';
+import { pendingByEndpoint } from '../endpoints/store.js';
 import { isoMicros } from '../timestamps.js';
 
 /** The window the success rate and latency are measured over. */
@@ -12,11 +12,16 @@ export const HEALTH_WINDOW_HOURS = 24;
 export const Health = Type.Object(
   {
     url: Type.String(),
-    attempts: Type.Integer({ description: `Attempts in the last ${HEALTH_WINDOW_HOURS} hours.` }),
+    attempts: Type.Integer({
+      description: `Attempts in the last ${HEALTH_WINDOW_HOURS} hours (whole hours, the current one included).`,
+    }),
     success_rate: Type.Union([Type.Number(), Type.Null()], {
       description: 'The share of those attempts answered 200 (0 to 1); null with no attempt.',
     }),
-    p50_latency_ms: Type.Union([Type.Integer(), Type.Null()], { description: 'Their median latency.' }),
+    p50_latency_ms: Type.Union([Type.Integer(), Type.Null()], {
+      description:
+        'Their median latency, read from a histogram of the attempts (within a third of the exact one).',
+    }),
     pending: Type.Integer({ description: 'Deliveries to this URL still being tried.' }),
     last_error: Type.Union(
       [
@@ -34,30 +39,16 @@ export const Health = Type.Object(
   { title: 'WebhookHealth' },
 );
 
-interface Totals {
-  url: string;
-  attempts: string | number;
-  ok: string | number;
-  p50: string | number | null;
-}
-interface LastError {
-  url: string;
-  started_at: Date;
-  status_code: number | null;
-  error_code: string;
-  error_message: string | null;
-}
-interface Pending {
-  url: string;
-  pending: string | number;
-}
-
 /**
  * `GET /accounts/webhook-health`: for each registered webhook URL, its success rate and median
  * latency over the last 24 hours, its latest error and the deliveries still pending to it (what
- * the dashboard's endpoints view shows).
+ * the dashboard's endpoints view shows). It reads the hourly counts kept as attempts are recorded
+ * (`delivery/attempt-counts.ts`) and the pending deliveries by endpoint, never the attempts.
  */
-export const webhookHealthRoutes: FastifyPluginAsync<{ database: Database }> = async (app, { database }) => {
+export const webhookHealthRoutes: FastifyPluginAsync<{ database: Database; now?: () => Date }> = async (
+  app,
+  { database, now = () => new Date() },
+) => {
   const { db } = database;
   app.get(
     '/accounts/webhook-health',
@@ -70,46 +61,42 @@ export const webhookHealthRoutes: FastifyPluginAsync<{ database: Database }> = a
     },
     async (request) => {
       const { businessId, mode } = request.principal;
-      const urls = await endpointUrls(db, { businessId, mode });
-      if (urls.length === 0) return { data: [] };
-      const since = new Date(Date.now() - HEALTH_WINDOW_HOURS * 3600_000);
-      const scope = sql`from delivery_attempts a
-        join deliveries d on d.id = a.delivery_id
-        join events e on e.id = d.event_id
-        where e.business_id = ${businessId} and e.mode = ${mode} and a.started_at >= ${since}
-          and a.url in (${sql.join(urls)})`;
-      const [totals, errors, pending] = await Promise.all([
-        sql<Totals>`select a.url, count(*) as attempts,
-            count(*) filter (where a.status_code = 200 and a.error_code is null) as ok,
-            percentile_disc(0.5) within group (order by a.latency_ms) as p50
-          ${scope} group by a.url`.execute(db),
-        sql<LastError>`select distinct on (a.url) a.url, a.started_at, a.status_code, a.error_code, a.error_message
-          ${scope} and a.error_code is not null order by a.url, a.started_at desc`.execute(db),
-        sql<Pending>`select d.url, count(*) as pending from deliveries d join events e on e.id = d.event_id
-          where d.status = 'pending' and e.business_id = ${businessId} and e.mode = ${mode}
-            and d.url in (${sql.join(urls)}) group by d.url`.execute(db),
+      const endpoints = await db
+        .selectFrom('webhook_endpoints')
+        .select(['id', 'url'])
+        .where('business_id', '=', businessId)
+        .where('mode', '=', mode)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+      if (endpoints.length === 0) return { data: [] };
+      const urlOf = new Map(endpoints.map((e) => [e.id, e.url]));
+      const [totals, pending] = await Promise.all([
+        endpointTotals(db, urlOf, { hours: HEALTH_WINDOW_HOURS, now: now() }),
+        pendingByEndpoint(db, [...urlOf.keys()]),
       ]);
-      const byUrl = <T extends { url: string }>(rows: T[]) => new Map(rows.map((r) => [r.url, r]));
-      const totalOf = byUrl(totals.rows);
-      const errorOf = byUrl(errors.rows);
-      const pendingOf = byUrl(pending.rows);
+      const pendingOf = new Map<string, number>();
+      for (const [id, count] of pending) {
+        const url = urlOf.get(id) as string;
+        pendingOf.set(url, (pendingOf.get(url) ?? 0) + count);
+      }
       return {
-        data: urls.map((url) => {
-          const total = totalOf.get(url);
-          const attempts = Number(total?.attempts ?? 0);
-          const error = errorOf.get(url);
+        data: endpoints.map(({ url }) => {
+          const total = totals.get(url);
+          const attempts = total?.attempts ?? 0;
+          const error = total?.lastError;
           return {
             url,
             attempts,
-            success_rate: attempts === 0 ? null : Number(total?.ok ?? 0) / attempts,
-            p50_latency_ms: total?.p50 == null ? null : Number(total.p50),
-            pending: Number(pendingOf.get(url)?.pending ?? 0),
+            success_rate: attempts === 0 ? null : (total?.succeeded ?? 0) / attempts,
+            p50_latency_ms: total?.p50LatencyMs ?? null,
+            pending: pendingOf.get(url) ?? 0,
             last_error: error
               ? {
-                  at: isoMicros(error.started_at),
-                  status_code: error.status_code,
-                  code: error.error_code,
-                  message: error.error_message ?? '',
+                  at: isoMicros(error.at),
+                  status_code: error.statusCode,
+                  code: error.code,
+                  message: error.message,
                 }
               : null,
           };

@@ -3,8 +3,8 @@ import type { Schema } from '../../db/schema.js';
 
 /**
  * The part of the attempt-record statement (`record-attempts.ts`) that keeps each endpoint's run
- * of failures in `endpoint_failures` (migration 0013): CTEs over its `v` (the outcomes written),
- * counting only the deliveries whose claim the statement keeps. An endpoint with a delivered
+ * of failures in `endpoint_failures` (migration 0013): CTEs over its `outcomes` (the attempts to
+ * endpoints whose claim the statement keeps). An endpoint with a delivered
  * attempt in the batch has its row deleted (a probe of the primary key, nothing written when it
  * was not failing); an endpoint whose attempts all failed gets its row made, or its count raised,
  * its start kept at the earliest failure. A healthy endpoint's batch costs one index probe; the
@@ -12,11 +12,6 @@ import type { Schema } from '../../db/schema.js';
  * `../endpoint-health.ts`.
  */
 export const endpointFailureCtes = sql`,
-      outcomes as (
-        select d.endpoint_id, v.started_at, v.status = 'delivered' as ok
-        from v join deliveries d on d.id = v.id and d.claim_token = v.token
-        where d.endpoint_id is not null
-      ),
       per_endpoint as (
         select endpoint_id, bool_or(ok) as any_ok, min(started_at) as since, max(started_at) as last,
                count(*)::int as n

@@ -3,6 +3,7 @@ import { PREPARE } from '../../db/database.js';
 import type { AttemptOutcome } from '../attempt-outcome.js';
 import type { Claim } from './claim-deliveries.js';
 import { endpointFailureCtes } from './endpoint-failures.js';
+import { endpointHourCtes } from './endpoint-hours.js';
 
 /** One attempt to record, and the state its delivery moves to. */
 export interface AttemptRecord {
@@ -23,10 +24,10 @@ const text = (value: string | null | undefined) =>
 
 /**
  * The statement that records attempts, many at once: each delivery whose claim token still
- * matches takes its next state (and loses its claim), and an attempt row is written for each of
- * those, and each endpoint's run of failures is kept up to date (`endpointFailureCtes`); it
- * returns their ids, so a record whose lease was lost is known. Run it with
- * `database.delivery`.
+ * matches takes its next state (and loses its claim), an attempt row is written for each of
+ * those, and each endpoint's run of failures and its hourly counts are kept up to date
+ * (`endpointFailureCtes`, `endpointHourCtes`). It returns their ids, so a record whose lease was
+ * lost is known. Run it with `database.delivery`.
  *
  * @example
  * ```ts
@@ -73,7 +74,13 @@ export function recordAttemptsStatement(
         where d.id = v.id and d.claim_token = v.token
         returning v.id, v.attempts, v.url, v.started_at, v.latency_ms, v.status_code, v.response_body,
                   v.error_code, v.error_message
-      )${endpointFailureCtes}
+      ),
+      outcomes as (
+        select d.endpoint_id, v.started_at, v.status = 'delivered' as ok, v.latency_ms, v.status_code,
+               v.error_code, v.error_message
+        from v join deliveries d on d.id = v.id and d.claim_token = v.token
+        where d.endpoint_id is not null
+      )${endpointFailureCtes}${endpointHourCtes}
       insert into delivery_attempts
         (delivery_id, attempt, url, started_at, latency_ms, status_code, response_body, error_code, error_message)
       select * from kept
