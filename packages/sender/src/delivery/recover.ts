@@ -139,19 +139,23 @@ async function recoverBatch(
       from batch
     ),
     per_event as (
-      select b.id as event_id, b.created_at,
-             count(d.id) = 0 as none,
-             coalesce(bool_or(d.status = 'delivered'), false) as delivered,
-             coalesce(bool_or(d.status = 'pending'), false) as pending,
-             coalesce(bool_or(d.status = 'pending' and d.attempts > 0), false) as tried,
-             array_agg(d.id) filter (where d.status = 'failed' and d.superseded_by is null) as failed_ids,
-             array_agg(d.id) filter (where d.status = 'pending') as pending_ids
+      -- Per event, its deliveries to the endpoint, looked up by event (an index probe each):
+      -- never a join the planner could turn into a scan of every delivery.
+      select b.id as event_id, b.created_at, found.*
       from batch b
       join webhook_endpoints ep on ep.id = ${endpoint.id}::uuid
-      left join deliveries d on d.event_id = b.id
-        and (d.endpoint_id = ep.id or (d.endpoint_id is null and d.url = ep.url and ${isWebhookUrl('d.url')}))
+      cross join lateral (
+        select count(d.id) = 0 as none,
+               coalesce(bool_or(d.status = 'delivered'), false) as delivered,
+               coalesce(bool_or(d.status = 'pending'), false) as pending,
+               coalesce(bool_or(d.status = 'pending' and d.attempts > 0), false) as tried,
+               array_agg(d.id) filter (where d.status = 'failed' and d.superseded_by is null) as failed_ids,
+               array_agg(d.id) filter (where d.status = 'pending') as pending_ids
+        from deliveries d
+        where d.event_id = b.id
+          and (d.endpoint_id = ep.id or (d.endpoint_id is null and d.url = ep.url and ${isWebhookUrl('d.url')}))
+      ) found
       where ${endpointTakesSql('ep', sql.ref('b.type'))}
-      group by b.id, b.created_at
     ),
     actions as (
       select event_id,
@@ -213,7 +217,8 @@ async function applyActions(
   if (replaced.length > 0) {
     const pairs = JSON.stringify(replaced.map((r) => ({ id: r.id, by: newIdOf.get(r.event_id) })));
     await sql`update deliveries d set superseded_by = p.by
-      from json_to_recordset(${pairs}::json) as p(id uuid, by uuid) where d.id = p.id`.execute(tx);
+      from json_to_recordset(${pairs}::json) as p(id uuid, by uuid)
+      where d.id = p.id and d.id = any(${replaced.map((r) => r.id)}::uuid[])`.execute(tx);
   }
   if (resumed > 0 && ids.length === 0) await sql`select ${WAKE}`.execute(tx);
   return { queued: ids.length + resumed, created: ids.length, resumed };
