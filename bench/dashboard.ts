@@ -37,6 +37,7 @@ import {
   pairedRatio,
   postgresCpu,
   printTable,
+  signIn,
   writeResults,
 } from './lib.js';
 
@@ -50,19 +51,6 @@ const PAIRS = Number(process.env.BENCH_PAIRS ?? 5);
 const config = () =>
   loadConfig({ PAYHOOK_API_KEYS: `${KEY}:${BENCH_BUSINESS_ID}:test`, LOG_LEVEL: 'silent' });
 
-/** Signs in to the dashboard at `base`; its session cookie. */
-async function signIn(base: string): Promise<string> {
-  const response = await fetch(`${base}/dashboard/sign-in`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
-    body: new URLSearchParams({ api_key: KEY }),
-    redirect: 'manual',
-  });
-  const cookie = response.headers.get('set-cookie')?.split(';')[0];
-  if (response.status !== 303 || !cookie) throw new Error(`sign-in failed: ${response.status}`);
-  return cookie;
-}
-
 /** Part 1 on one storage: ms per request of each, and the page's time over the API's. */
 async function listPage(storage: 'postgres' | 'pglite', where: string) {
   const database =
@@ -75,7 +63,7 @@ async function listPage(storage: 'postgres' | 'pglite', where: string) {
     await sql`analyze`.execute(database.db);
     const app = await buildApp({ database, config: config(), logger: false });
     const base = await app.listen({ port: 0, host: '127.0.0.1' });
-    const cookie = await signIn(base);
+    const cookie = await signIn(base, KEY);
     const agent = new undici.Agent({ connections: 1 });
     const get = (path: string, headers: Record<string, string>) => async () => {
       const response = await undici.request(`${base}${path}`, {
@@ -184,7 +172,7 @@ async function deliveryRun(database: Database, origin: string, open: number) {
   const app = await buildApp({ database, config: config(), logger: false, feed });
   const base = await app.listen({ port: 0, host: '127.0.0.1' });
   await queueDeliveries(database, [`${origin}/`], LIVE_DELIVERIES);
-  const clients = open > 0 ? await startDashboards(base, await signIn(base)) : undefined;
+  const clients = open > 0 ? await startDashboards(base, await signIn(base, KEY)) : undefined;
   const client = createDeliveryClient({ allowPrivate: true });
   const worker = createDeliveryWorker({ database, client, concurrency: 32, perUrlConcurrency: 32, feed });
   const cpu0 = ownCpu();

@@ -23,19 +23,26 @@
  * Also: the API's own answer time, and the p50 of the first and the last third of the run, whose
  * ratio says whether the latency grows during a run (a sender that falls behind).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { sessionRequest } from '../packages/sender/test/fixtures/requests.js';
-import { BENCH_DATABASE_URL, printTable, writeResults } from './lib.js';
+import {
+  BENCH_DATABASE_URL,
+  createSessionsAtRate,
+  latencyOf,
+  printTable,
+  quantile,
+  sleep,
+  startReceiver,
+  startServe,
+  stopServe,
+  writeResults,
+} from './lib.js';
 
 const RATES = (process.env.BENCH_LATENCY_RATES ?? '50,100,200').split(',').map(Number);
 const INSTANCES = (process.env.BENCH_LATENCY_INSTANCES ?? '1').split(',').map(Number);
@@ -44,15 +51,6 @@ const SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 20);
 const WARMUP_SECONDS = 6;
 const KEY = 'sk_test_bench_latency';
 const BUSINESS = 'biz-bench-latency';
-const cli = fileURLToPath(new URL('../packages/cli/dist/cli.js', import.meta.url));
-
-const now = () => performance.timeOrigin + performance.now();
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function quantile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
-}
 
 interface RunResult {
   rate: number;
@@ -71,54 +69,6 @@ interface RunResult {
   senderCpuPercent: number;
   /** PostgreSQL: the share of active backends' samples per wait event, the largest first. */
   waits?: Record<string, number>;
-}
-
-/** The receiver: notes when each session's created event arrives. */
-async function startReceiver(arrived: Map<string, number>) {
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const at = now();
-      res.writeHead(200).end();
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-        event: string;
-        data: { id: string };
-      };
-      if (body.event === 'payment.session.created' && !arrived.has(body.data.id))
-        arrived.set(body.data.id, at);
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks/` };
-}
-
-/**
- * `payhook serve` with `args`, resolved once it listens. Its output goes to a file, as a
- * provider's log collector would take it: read through a pipe by this process, busy as the client,
- * the pipe filled and each of the sender's writes (a line per request and per attempt) waited for
- * this process to read, which stalled the sender, not the measure of it.
- */
-async function startServe(args: string[], logFile: string): Promise<{ child: ChildProcess; base: string }> {
-  const out = openSync(logFile, 'w');
-  const child = spawn(process.execPath, [cli, 'serve', '--port', '0', '--allow-private-webhooks', ...args], {
-    env: { ...process.env, PAYHOOK_API_KEYS: `${KEY}:${BUSINESS}:test`, DATABASE_URL: '', LOG_LEVEL: 'info' },
-    stdio: ['ignore', out, out],
-  });
-  closeSync(out);
-  let exited: number | null | undefined;
-  child.once('exit', (code) => {
-    exited = code;
-  });
-  for (;;) {
-    const text = readFileSync(logFile, 'utf8');
-    const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(text);
-    if (match?.[1]) return { child, base: match[1] };
-    if (exited !== undefined) throw new Error(`payhook serve exited (${exited}):\n${text}`);
-    await sleep(50);
-  }
 }
 
 /** CPU time (user and system) of process `pid` so far, in ms (Linux: /proc). */
@@ -178,67 +128,24 @@ async function measure(
     body: JSON.stringify({ require_mfa: false, webhook_urls: [receiverUrl] }),
   });
   if (settings.status !== 200) throw new Error(`settings: ${settings.status} ${await settings.text()}`);
-  const created: { id: string; at: number; apiMs: number; measured: boolean }[] = [];
-  let errors = 0;
-  const errorKinds = new Map<string, number>();
-  const countError = (kind: string) => errorKinds.set(kind, (errorKinds.get(kind) ?? 0) + 1);
-  let n = 0;
-  const create = async (measured: boolean) => {
-    const started = now();
-    const res = await fetch(`${bases[n % bases.length]}/payment-sessions`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({
-        ...sessionRequest,
-        reference: `bench-${rate}-${n++}-${randomBytes(4).toString('hex')}`,
-      }),
-      // A sender far behind answers late or never: past this, the creation counts as an error.
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await res.text();
-    const at = now();
-    if (res.status !== 201) {
-      errors++;
-      countError(`${res.status} ${text.slice(0, 80)}`);
-      return;
-    }
-    const id = (JSON.parse(text) as { data: { payment: { id: string } } }).data.payment.id;
-    created.push({ id, at, apiMs: at - started, measured });
-  };
-  const inFlight = new Set<Promise<void>>();
-  // Warm-up sessions, the rate rising from 0: the k-th at sqrt(2 W k / rate) seconds.
-  const warmup = Math.floor((rate * WARMUP_SECONDS) / 2);
-  const total = warmup + SECONDS * rate;
-  const dueOf = (i: number) =>
-    i < warmup
-      ? 1000 * Math.sqrt((2 * WARMUP_SECONDS * i) / rate)
-      : 1000 * WARMUP_SECONDS + ((i - warmup) * 1000) / rate;
-  const start = now();
   let cpuBefore = 0;
   let waits: ReturnType<typeof sampleWaits> | undefined;
-  let measuredFrom = start;
-  for (let i = 0; i < total; i++) {
-    const due = start + dueOf(i);
-    const wait = due - now();
-    if (wait > 1) await sleep(wait);
-    if (i === warmup) {
-      measuredFrom = now();
+  const { created, errors, errorKinds, start, runMs } = await createSessionsAtRate({
+    bases,
+    apiKey: KEY,
+    rate,
+    seconds: SECONDS,
+    warmupSeconds: WARMUP_SECONDS,
+    body: (n) => ({ ...sessionRequest, reference: `bench-${rate}-${n}-${randomBytes(4).toString('hex')}` }),
+    onMeasuring: () => {
       cpuBefore = watch.pids.reduce((sum: number, pid) => sum + cpuMs(pid), 0);
       waits = sampleWaits(watch.database);
-    }
-    const p = create(i >= warmup).catch((e: unknown) => {
-      errors++;
-      countError(String((e as { cause?: unknown }).cause ?? e).slice(0, 80));
-    });
-    inFlight.add(p);
-    void p.finally(() => inFlight.delete(p));
-  }
-  await Promise.all(inFlight);
-  const runMs = now() - measuredFrom;
+    },
+  });
   const cpu = watch.pids.reduce((sum: number, pid) => sum + cpuMs(pid), 0) - cpuBefore;
   const waited = await waits?.stop();
-  const deadline = now() + 10_000;
-  while (now() < deadline && created.some((c) => !arrived.has(c.id))) await sleep(20);
+  // Every event in, or 10 s: the timeline below reads the arrivals too.
+  const latency = await latencyOf(created, arrived);
 
   if (process.env.BENCH_LATENCY_TIMELINE === '1') {
     // Per second of the run: sessions answered 201, their latency's p50 and p99, and errors.
@@ -257,32 +164,11 @@ async function measure(
     }
     for (const [kind, n] of errorKinds) console.error(`  errors: ${n} ${kind}`);
   }
-  const measured = created.filter((c) => c.measured);
-  const latencies = measured
-    .filter((c) => arrived.has(c.id))
-    .map((c) => (arrived.get(c.id) as number) - c.at);
-  const sorted = [...latencies].sort((a, b) => a - b);
-  const api = measured.map((c) => c.apiMs).sort((a, b) => a - b);
-  const third = Math.floor(latencies.length / 3);
-  const p50Of = (xs: number[]) =>
-    quantile(
-      [...xs].sort((a, b) => a - b),
-      0.5,
-    );
   const result: RunResult = {
     rate,
-    sessions: measured.length,
-    missing: measured.length - latencies.length,
-    latencyMs: {
-      p50: quantile(sorted, 0.5),
-      p90: quantile(sorted, 0.9),
-      p99: quantile(sorted, 0.99),
-      max: sorted.at(-1) ?? Number.NaN,
-    },
-    apiMs: { p50: quantile(api, 0.5), p99: quantile(api, 0.99) },
-    growth: p50Of(latencies.slice(-third)) / p50Of(latencies.slice(0, third)),
+    ...latency,
     errors,
-    acknowledgedPerSecond: (measured.length * 1000) / runMs,
+    acknowledgedPerSecond: (latency.sessions * 1000) / runMs,
     senderCpuPercent: (100 * cpu) / runMs,
     ...(waited ? { waits: waited } : {}),
   };
@@ -310,7 +196,9 @@ async function onStorage(storage: 'pglite' | 'postgres', instances = 1): Promise
         args = ['--data-dir', join(dir, 'data')];
       }
       // One after the other: the first makes the schema, the others find it made.
-      for (let k = 0; k < instances; k++) serves.push(await startServe(args, join(dir, `serve-${k}.log`)));
+      const env = { PAYHOOK_API_KEYS: `${KEY}:${BUSINESS}:test` };
+      for (let k = 0; k < instances; k++)
+        serves.push(await startServe(args, join(dir, `serve-${k}.log`), env));
       const result = await measure(
         serves.map((s) => s.base),
         receiver.url,
@@ -323,10 +211,7 @@ async function onStorage(storage: 'pglite' | 'postgres', instances = 1): Promise
         `${storage} x${instances} ${rate}/s: p50 ${result.latencyMs.p50.toFixed(1)} ms, p99 ${result.latencyMs.p99.toFixed(1)} ms, ${result.acknowledgedPerSecond.toFixed(0)} acknowledged/s, sender CPU ${result.senderCpuPercent.toFixed(0)} %`,
       );
     } finally {
-      for (const serve of serves) {
-        serve.child.kill('SIGTERM');
-        await once(serve.child, 'exit');
-      }
+      for (const serve of serves) await stopServe(serve);
       receiver.server.closeAllConnections();
       receiver.server.close();
       await rm(dir, { recursive: true, force: true });

@@ -1,6 +1,10 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -174,4 +178,211 @@ export function directoryBytes(dir: string): number {
     else if (entry.isFile()) bytes += statSync(path).size;
   }
   return bytes;
+}
+
+// The sender as a user runs it, and the client and receiver around it (latency, history).
+
+/** Wall-clock time in ms, with sub-millisecond precision: one clock for the client and the receiver. */
+export const now = () => performance.timeOrigin + performance.now();
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The `q` quantile of ascending `sorted`; NaN when empty. */
+export function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+}
+
+const cli = fileURLToPath(new URL('../packages/cli/dist/cli.js', import.meta.url));
+
+/**
+ * `payhook serve` (the built CLI) with `args`, and `env` over this process's, once it listens. Its
+ * output goes to a file, as a log collector takes it: a pipe read by this busy process stalled it.
+ */
+export async function startServe(
+  args: string[],
+  logFile: string,
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; base: string }> {
+  const out = openSync(logFile, 'w');
+  const child = spawn(process.execPath, [cli, 'serve', '--port', '0', '--allow-private-webhooks', ...args], {
+    env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', out, out],
+  });
+  closeSync(out);
+  let exited: number | null | undefined;
+  child.once('exit', (code) => {
+    exited = code;
+  });
+  for (;;) {
+    const text = readFileSync(logFile, 'utf8');
+    const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(text);
+    if (match?.[1]) return { child, base: match[1] };
+    if (exited !== undefined) throw new Error(`payhook serve exited (${exited}):\n${text}`);
+    await sleep(10);
+  }
+}
+
+/** Stops a `payhook serve` of {@link startServe}, once it has exited. */
+export async function stopServe(serve: { child: ChildProcess }): Promise<void> {
+  if (serve.child.exitCode !== null || serve.child.signalCode !== null) return;
+  const exited = once(serve.child, 'exit');
+  serve.child.kill('SIGTERM');
+  await exited;
+}
+
+/**
+ * A webhook receiver on 127.0.0.1 that answers 200 on every path and notes, in `arrived`, when
+ * each session's first `payment.session.created` event arrives (by payment id).
+ */
+export async function startReceiver(
+  arrived: Map<string, number>,
+): Promise<{ server: Server; url: string; origin: string }> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = now();
+      res.writeHead(200).end();
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        event: string;
+        data: { id: string };
+      };
+      if (body.event === 'payment.session.created' && !arrived.has(body.data.id))
+        arrived.set(body.data.id, at);
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { server, url: `${origin}/webhooks/`, origin };
+}
+
+/** A session the API acknowledged: its payment id, when the 201 was read, the API's time, past the warm-up or not. */
+export interface Creation {
+  id: string;
+  at: number;
+  apiMs: number;
+  measured: boolean;
+}
+
+/**
+ * Creates payment sessions open loop: one `POST /payment-sessions` every 1/rate seconds whatever
+ * the answers (fetch's keep-alive connections, each to the next of `bases` in turn; an answer not
+ * in within 30 s counts as an error), after a warm-up of `warmupSeconds` over which the rate rises
+ * from 0, as a peak comes. `onMeasuring` runs when the warm-up ends. Resolves once every answer is in.
+ */
+export async function createSessionsAtRate(options: {
+  bases: string[];
+  apiKey: string;
+  rate: number;
+  seconds: number;
+  warmupSeconds: number;
+  body: (n: number) => unknown;
+  onMeasuring?: () => void;
+}): Promise<{
+  created: Creation[];
+  errors: number;
+  errorKinds: Map<string, number>;
+  start: number;
+  runMs: number;
+}> {
+  const { bases, rate, warmupSeconds } = options;
+  const headers = { authorization: `Bearer ${options.apiKey}`, 'content-type': 'application/json' };
+  const created: Creation[] = [];
+  let errors = 0;
+  const errorKinds = new Map<string, number>();
+  const countError = (kind: string) => {
+    errors++;
+    errorKinds.set(kind, (errorKinds.get(kind) ?? 0) + 1);
+  };
+  let n = 0;
+  const create = async (measured: boolean) => {
+    const started = now();
+    const k = n++;
+    const res = await fetch(`${bases[k % bases.length]}/payment-sessions`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(options.body(k)),
+      // A sender far behind answers late or never: past this, the creation counts as an error.
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await res.text();
+    const at = now();
+    if (res.status !== 201) return countError(`${res.status} ${text.slice(0, 80)}`);
+    const id = (JSON.parse(text) as { data: { payment: { id: string } } }).data.payment.id;
+    created.push({ id, at, apiMs: at - started, measured });
+  };
+  const inFlight = new Set<Promise<void>>();
+  // Warm-up sessions, the rate rising from 0: the k-th at sqrt(2 W k / rate) seconds.
+  const warmup = Math.floor((rate * warmupSeconds) / 2);
+  const total = warmup + options.seconds * rate;
+  const dueOf = (i: number) =>
+    i < warmup
+      ? 1000 * Math.sqrt((2 * warmupSeconds * i) / rate)
+      : 1000 * warmupSeconds + ((i - warmup) * 1000) / rate;
+  const start = now();
+  let measuredFrom = start;
+  for (let i = 0; i < total; i++) {
+    const wait = start + dueOf(i) - now();
+    if (wait > 1) await sleep(wait);
+    if (i === warmup) {
+      measuredFrom = now();
+      options.onMeasuring?.();
+    }
+    const p = create(i >= warmup).catch((e: unknown) =>
+      countError(String((e as { cause?: unknown }).cause ?? e).slice(0, 80)),
+    );
+    inFlight.add(p);
+    void p.finally(() => inFlight.delete(p));
+  }
+  await Promise.all(inFlight);
+  return { created, errors, errorKinds, start, runMs: now() - measuredFrom };
+}
+
+/**
+ * Once every session's event has arrived (or `waitMs` has passed): the measured sessions' latency
+ * from the 201 to the receiver, in ms, and the API's own time; `missing`, those whose event has
+ * not arrived; `growth`, the p50 of the last third of the run over the first (falling behind).
+ */
+export async function latencyOf(created: Creation[], arrived: Map<string, number>, waitMs = 10_000) {
+  const deadline = now() + waitMs;
+  while (now() < deadline && created.some((c) => !arrived.has(c.id))) await sleep(20);
+  const measured = created.filter((c) => c.measured);
+  const latencies = measured
+    .filter((c) => arrived.has(c.id))
+    .map((c) => (arrived.get(c.id) as number) - c.at);
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const api = measured.map((c) => c.apiMs).sort((a, b) => a - b);
+  const third = Math.floor(latencies.length / 3);
+  const p50Of = (xs: number[]) =>
+    quantile(
+      [...xs].sort((a, b) => a - b),
+      0.5,
+    );
+  return {
+    sessions: measured.length,
+    missing: measured.length - latencies.length,
+    latencyMs: {
+      p50: quantile(sorted, 0.5),
+      p90: quantile(sorted, 0.9),
+      p99: quantile(sorted, 0.99),
+      max: sorted.at(-1) ?? Number.NaN,
+    },
+    apiMs: { p50: quantile(api, 0.5), p99: quantile(api, 0.99) },
+    growth: p50Of(latencies.slice(-third)) / p50Of(latencies.slice(0, third)),
+  };
+}
+
+/** Signs in to the dashboard at `base` with `apiKey`; its session cookie. */
+export async function signIn(base: string, apiKey: string): Promise<string> {
+  const response = await fetch(`${base}/dashboard/sign-in`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
+    body: new URLSearchParams({ api_key: apiKey }),
+    redirect: 'manual',
+  });
+  const cookie = response.headers.get('set-cookie')?.split(';')[0];
+  if (response.status !== 303 || !cookie) throw new Error(`sign-in failed: ${response.status}`);
+  return cookie;
 }
