@@ -8,34 +8,31 @@
  * BENCH_HISTORY_LATENCY_SECONDS (default 15).
  *
  * Method: two databases of their own on TEST_DATABASE_URL's server (dropped at the end, also on
- * a failure), and `payhook serve` (the built CLI, as a provider runs it, at its default timeouts)
- * in a child process on each in turn, every call through its HTTP API as a client makes it. The
- * empty side is a fresh database, migrated by the sender itself (`openDatabase`), with only what
- * the run makes: the big business's two endpoints (made through the API) and the latency row's
- * sessions. The history side's database is migrated with the sender's first release's migrations
- * (0001 to 0013), seeded by SQL shaped like the sender's rows (bench/history-seed.ts), vacuumed and
- * analyzed, then brought to the current schema by the sender's own later migrations (what they
- * derive from the history, such as counts, and the indexes they build on it: timed, as the
- * upgrade), and analyzed again; then the same calls run. Per side, in this order:
+ * a failure), and `payhook serve` (the built CLI, at its default timeouts) in a child process on
+ * each in turn, every call through its HTTP API. The empty side: a fresh database migrated by the
+ * sender (`openDatabase`), with only what the run makes (the big business's two endpoints, through
+ * the API, and the latency row's sessions). The history side: the sender's first release's
+ * migrations (0001 to 0013), the rows seeded by SQL shaped like the sender's (history-seed.ts),
+ * VACUUM ANALYZE, then the sender's own later migrations (timed, as the upgrade) and ANALYZE. Per
+ * side, in this order:
  * - start: `payhook serve` started 3 times, from the spawn to the first `GET /healthz` 200;
- * - latency: sessions created open loop at the rate, from each 201 to its event at the receiver
- *   (this process, on 127.0.0.1), p99; then the deliveries due are left to drain;
- * - `GET /events` first page, and the page 1,000 events deep (its cursor taken by paging);
- *   `GET /events?payment_id=` for the business's newest and its oldest payment;
- * - the dashboard (signed in with the key): an endpoint's page with its charts, and the endpoints
- *   list with each URL's last 24 hours; `GET /metrics`;
- * - `DELETE /webhook-endpoints/{id}` of an endpoint of the big business made for it, with 500
- *   pending deliveries (BENCH_HISTORY_PENDING);
- * - `POST /webhook-endpoints/{id}/recover` since 13 days ago on the big business's first endpoint
- *   (a fresh Idempotency-Key each time): the first one queues the window's failures, the others
- *   find them queued.
- * An answer other than the expected one (a 503, a timeout) is counted, never fatal: its time is
- * in the figures, and the sender's log is read for its 5xx answers and errors.
+ * - latency: sessions created open loop at the rate, from each 201 to its event at this process's
+ *   receiver, p99; then the deliveries due are left to drain;
+ * - `GET /events` first page, and 1,000 events deep (the cursor found by paging); `GET
+ *   /events?payment_id=` for the business's newest and oldest payment; the dashboard (signed in
+ *   with the key): an endpoint's page and its charts, the endpoints list and each URL's 24 hours;
+ *   `GET /metrics`;
+ * - `DELETE /webhook-endpoints/{id}` of an endpoint made for it, with BENCH_HISTORY_PENDING
+ *   (default 500) pending deliveries;
+ * - `POST /webhook-endpoints/{id}/recover` since 13 days ago on the big business's first endpoint,
+ *   a fresh Idempotency-Key each time: the first queues the window's failures, the others none.
+ * An answer not as expected (a 503, a timeout) is counted with its error code, never fatal; the
+ * sender's log is read for its 5xx answers and errors.
  */
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '@payhook/sender';
 import pg from 'pg';
@@ -71,12 +68,13 @@ const json = { ...auth, 'content-type': 'application/json' };
 /** One timed call: its time in ms, its status (0: no answer within 2 minutes) and its body. */
 type Sample = { ms: number; status: number; body?: string };
 
-/** A call's figures on one side: the median and largest time, and the answers not expected by status. */
+/** A call's figures on one side: the median and largest time, the answers not expected by status and error code. */
 interface Summary {
   medianMs: number;
   maxMs: number;
   runs: number;
   failed: Record<string, number>;
+  codes?: string[];
 }
 
 async function call(method: string, url: string, headers: Record<string, string>, body?: unknown) {
@@ -104,7 +102,16 @@ function summary(samples: Sample[], expected: number): Summary {
   // Of an even count, the mean of the middle two.
   const median =
     ((ms[Math.floor((ms.length - 1) / 2)] as number) + (ms[Math.ceil((ms.length - 1) / 2)] as number)) / 2;
-  return { medianMs: round(median), maxMs: round(ms.at(-1) ?? Number.NaN), runs: ms.length, failed };
+  const codes = new Set(
+    samples.filter((x) => x.status !== expected).map((x) => /"code":"(\w+)"/.exec(x.body ?? '')?.[1] ?? '-'),
+  );
+  return {
+    medianMs: round(median),
+    maxMs: round(ms.at(-1) ?? Number.NaN),
+    runs: ms.length,
+    failed,
+    ...(codes.size > 0 ? { codes: [...codes] } : {}),
+  };
 }
 
 /** `fn` once to warm up, then REPEAT times, one after the other. */
@@ -151,6 +158,8 @@ async function side(name: 'empty' | 'history', ctx: Context) {
   const env = { PAYHOOK_API_KEYS: `${KEY}:${BUSINESS}:test` };
   const args = ['--database-url', ctx.databaseUrl];
   const starts: Sample[] = [];
+  // The machine is shared: its load (1-minute average, on its cores) says how far to trust a side.
+  const load = [loadavg()[0] as number];
   let serve: Awaited<ReturnType<typeof startServe>> | undefined;
   try {
     for (let i = 0; i < STARTS; i++) {
@@ -250,7 +259,8 @@ async function side(name: 'empty' | 'history', ctx: Context) {
     }
     calls.recover = summary(recovers, 202);
     log(`${name}: done; recoveries queued ${queued.join(', ')}`);
-    return { calls, latency, recovered: queued, eventsDeep: depth };
+    load.push(loadavg()[0] as number);
+    return { calls, latency, recovered: queued, eventsDeep: depth, load };
   } finally {
     if (serve) await stopServe(serve);
   }
@@ -318,14 +328,8 @@ async function main() {
     await migrateToFirstRelease(second.url);
     const client = await connect(second.url);
     log(`seeding ${EVENTS.toLocaleString('en-US')} events...`);
-    const plan = {
-      events: EVENTS,
-      businesses: BUSINESSES,
-      days: DAYS,
-      bigBusiness: BUSINESS,
-      origin: receiver.origin,
-    };
-    const seeded = await seedHistory(client, plan, log);
+    const plan = { events: EVENTS, businesses: BUSINESSES, days: DAYS, bigBusiness: BUSINESS };
+    const seeded = await seedHistory(client, { ...plan, origin: receiver.origin }, log);
     log(`VACUUM ANALYZE took ${seeded.vacuumAnalyzeSeconds.toFixed(0)} s; the sender's later migrations...`);
     const t = now();
     await (await openDatabase({ url: second.url })).close();
@@ -375,6 +379,7 @@ async function main() {
       latency: { empty: empty.latency, history: history.latency },
       recovered: { empty: empty.recovered, history: history.recovered },
       eventsDeep: { empty: empty.eventsDeep, history: history.eventsDeep },
+      machine: { cores: availableParallelism(), load: { empty: empty.load, history: history.load } },
       serverLog: { empty: readLogs(dir, 'empty'), history: readLogs(dir, 'history') },
     });
     console.log(`\nresults: ${file}`);

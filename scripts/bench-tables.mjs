@@ -484,7 +484,7 @@ function history(r) {
   const failed = (x) =>
     Object.entries(x?.failed ?? {})
       .map(([status, n]) => `${status} x${int(n)}`)
-      .join(', ');
+      .join(', ') + (x?.codes ? ` (${x.codes.join(', ')})` : '');
   const rows = r.calls.map((c) => {
     const answers = [failed(c.empty), failed(c.history)];
     return [
@@ -501,10 +501,14 @@ function history(r) {
     const answers = Object.entries(l.answers5xx ?? {}).map(([status, n]) => `${int(n)} ${status}`);
     return `${side}: ${answers.join(', ') || 'no 5xx answer'}, ${int(l.errorLines)} error lines`;
   });
+  const l = r.machine?.load;
+  const load = l
+    ? ` The machine's load (1-minute average, ${int(r.machine.cores)} cores) at the start and the end of each side: empty ${l.empty.map((x) => dec(x, 1)).join(' to ')}, with history ${l.history.map((x) => dec(x, 1)).join(' to ')}.`
+    : '';
   return `${int(s.rows.events)} events (${int(s.bigBusinessEvents)} of one business, the rest of ${int(r.businesses)} others, over ${int(r.days)} days), ${int(s.rows.deliveries)} deliveries (${int(s.rows.pending)} pending), ${int(s.rows.attempts)} attempts and ${int(s.rows.payments)} payments: ${mb(s.bytes.tables)} MB of tables and indexes. Seeded in ${int(s.seedSeconds)} s, VACUUM ANALYZE ${int(s.vacuumAnalyzeSeconds)} s, the sender's later migrations ${dec(s.upgradeSeconds, 1)} s. Each call ${int(r.repeat)} times after one to warm up (the start ${int(r.starts)} times, the delete and recover without), in ms: the median, and the largest in brackets; the latency row, the p99 (and the largest) of ${int(r.latencySeconds)} s at ${int(r.rate)} sessions a second. ratio: with history over empty; answers: those not as expected, by status (empty / with history).\n\n${table(
     ['call', 'empty', 'with history', 'ratio', 'answers'],
     rows,
-  )}\n\nRecover queued ${(r.recovered?.history ?? []).map(int).join(', ')} with history (empty: ${(r.recovered?.empty ?? []).map(int).join(', ')}). The sender's log: ${logs.join('; ')}.`;
+  )}\n\nRecover queued ${(r.recovered?.history ?? []).map(int).join(', ')} with history (empty: ${(r.recovered?.empty ?? []).map(int).join(', ')}). The sender's log: ${logs.join('; ')}.${load}`;
 }
 
 /** Every number in `value`, by its path: the table of a benchmark nothing here knows. */
