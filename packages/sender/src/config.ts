@@ -60,6 +60,12 @@ export interface SenderConfig {
    * (`PAYHOOK_ENDPOINT_DISABLE_MIN_ATTEMPTS`, default 10). Warnings come at 50, 75 and 90 % of it.
    */
   endpointDisable: { afterSeconds: number; minAttempts: number };
+  /**
+   * How long the delivery history is kept, in days (`PAYHOOK_RETENTION_DAYS`, default 30; `0` or
+   * `off` keeps it for ever: null). Older events, with their deliveries and attempts, are removed by
+   * the retention pass (`delivery/retention.ts`), except those with a delivery still pending.
+   */
+  retentionDays: number | null;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -78,6 +84,19 @@ function logLevel(raw: string | undefined): string {
   return raw;
 }
 
+/** `PAYHOOK_RETENTION_DAYS`: days from 1 to 3650 (default 30), or `0` or `off` for ever (null). */
+function retention(raw: string | undefined): number | null {
+  if (raw === undefined || raw === '') return 30;
+  if (raw === '0' || raw === 'off') return null;
+  const days = Number(raw);
+  if (!/^\d+$/.test(raw) || days < 1 || days > 3650) {
+    throw new ConfigError(
+      `PAYHOOK_RETENTION_DAYS must be a number of days from 1 to 3650, or 0 or off to keep everything, not ${JSON.stringify(raw)}.`,
+    );
+  }
+  return days;
+}
+
 /**
  * Reads the configuration from environment variables, these names exactly: `PORT` (8080), `HOST`
  * (127.0.0.1), `PAYHOOK_DATA_DIR` (./.payhook), `DATABASE_URL`, `PAYHOOK_API_KEYS`
@@ -94,7 +113,8 @@ function logLevel(raw: string | undefined): string {
  * answered 503), `PAYHOOK_TRACEPARENT` (`1` to send each attempt's trace context to the
  * receiver), `PAYHOOK_ENDPOINT_DISABLE_AFTER_SECONDS` (432000, 0 to never disable: how long every
  * attempt to an endpoint must fail before it is disabled) and `PAYHOOK_ENDPOINT_DISABLE_MIN_ATTEMPTS`
- * (10: the failed attempts that period needs). A bad value is a `ConfigError` naming the variable.
+ * (10: the failed attempts that period needs) and `PAYHOOK_RETENTION_DAYS` (30, from 1 to 3650, `0`
+ * or `off` to keep everything: how long events, deliveries and attempts are kept). A bad value is a `ConfigError` naming the variable.
  *
  * @example
  * ```ts
@@ -133,6 +153,7 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
   if (traceparent !== undefined && traceparent !== '' && traceparent !== '0' && traceparent !== '1') {
     throw new ConfigError(`PAYHOOK_TRACEPARENT must be 1 or 0, not ${JSON.stringify(traceparent)}.`);
   }
+  const retentionDays = retention(env.PAYHOOK_RETENTION_DAYS);
   const perUrlMin = int('PAYHOOK_DELIVERY_PER_URL_MIN', 1, 1, 1000);
   const perUrlMax = int('PAYHOOK_DELIVERY_PER_URL_MAX', 32, 1, 1000);
   if (perUrlMin > perUrlMax) {
@@ -168,5 +189,6 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
       afterSeconds: int('PAYHOOK_ENDPOINT_DISABLE_AFTER_SECONDS', 5 * 86_400, 0, 365 * 86_400),
       minAttempts: int('PAYHOOK_ENDPOINT_DISABLE_MIN_ATTEMPTS', 10, 1, 1_000_000),
     },
+    retentionDays,
   };
 }

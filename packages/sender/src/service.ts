@@ -1,11 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { SenderConfig } from './config.js';
+import { checkAutovacuum } from './db/autovacuum.js';
 import { type Database, openDatabase } from './db/database.js';
 import { createMaintenance, type Maintenance } from './db/maintenance.js';
 import { checkFailingEndpoints } from './delivery/endpoint-health.js';
 import { type AttemptFeed, createAttemptFeed } from './delivery/feed.js';
 import { logFailure } from './delivery/logger.js';
 import { createDeliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
+import { createRetention, type Retention, type RetentionOptions } from './delivery/retention.js';
+import { registerStorageMetrics } from './delivery/storage-metrics.js';
 import { UrlConcurrency } from './delivery/url-concurrency.js';
 import { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
 import { buildApp } from './http/app.js';
@@ -24,11 +27,13 @@ export interface StartSenderOptions {
   resolve?: Resolver;
   /** More options of the delivery worker (the clock, the client, limits). */
   worker?: Partial<Omit<DeliveryWorkerOptions, 'database' | 'metrics'>>;
+  /** More options of the retention passes (their timing, their batch); their clock is the worker's. */
+  retention?: Pick<RetentionOptions, 'intervalMs' | 'firstDelayMs' | 'batchSize'>;
 }
 
 /**
- * A running sender: the HTTP service, its delivery worker, the expiry sweeper and, on PGlite, the
- * database's maintenance.
+ * A running sender: the HTTP service, its delivery worker, the expiry sweeper, the retention of
+ * its history and, on PGlite, the database's maintenance.
  */
 export interface SenderService {
   /** The address it listens on, such as `http://127.0.0.1:8080`. */
@@ -41,6 +46,8 @@ export interface SenderService {
   feed: AttemptFeed;
   /** Vacuums and analyzes PGlite's tables every `config.maintenanceIntervalSeconds` (see `createMaintenance`). */
   maintenance: Maintenance;
+  /** Removes the history older than `config.retentionDays`, once an hour (see `createRetention`). */
+  retention: Retention;
   /** Stops taking requests, finishes or releases the deliveries in flight, and closes storage. */
   close(): Promise<void>;
 }
@@ -49,7 +56,8 @@ export interface SenderService {
  * Starts the whole sender in this process: storage (PGlite, or PostgreSQL when
  * `config.databaseUrl` is set), the HTTP API on `config.host:config.port`, the delivery worker and
  * the sweeper that expires unpaid sessions and warns about, then disables, failing webhook
- * endpoints (`config.endpointDisable`).
+ * endpoints (`config.endpointDisable`), and the hourly removal of the history older than
+ * `config.retentionDays`. On PostgreSQL it warns at start when the server's autovacuum is off.
  *
  * @example
  * ```ts
@@ -100,6 +108,8 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       metrics,
       feed,
     });
+    // On PostgreSQL, one warning at start when the server's autovacuum does not run.
+    await checkAutovacuum(database, app.log);
     // Sessions past their expires_at fail (with their event) within a few seconds; endpoints that
     // keep failing are warned about, then disabled (on the worker's clock).
     const now = options.worker?.now ?? (() => new Date());
@@ -131,9 +141,20 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       intervalMs: config.maintenanceIntervalSeconds * 1000,
       logger: app.log,
     });
+    // The history past its retention goes in short batches, one pass an hour, on the worker's clock.
+    const storageMetrics = registerStorageMetrics(metrics.registry, database);
+    const retention = createRetention({
+      database,
+      days: config.retentionDays,
+      logger: app.log,
+      now,
+      onPass: storageMetrics.observePass,
+      ...options.retention,
+    });
     const url = await app.listen({ port: config.port, host: config.host });
     await worker.start();
     maintenance.start();
+    retention.start();
     let closing: Promise<void> | undefined;
     return {
       url,
@@ -143,16 +164,20 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       metrics,
       feed,
       maintenance,
+      retention,
       close() {
         closing ??= (async () => {
           clearInterval(sweeper);
           stopReporting();
           // No pass starts from now on; one running finishes its statement while the rest stops.
           const maintained = maintenance.stop();
+          // A retention pass ends after the batch it is running.
+          const retained = retention.stop();
           // No new requests, then the attempts in flight finish or go back to the queue.
           await app.close();
           await worker.stop();
           await maintained;
+          await retained;
           if (ownDatabase) await database.close();
         })();
         return closing;

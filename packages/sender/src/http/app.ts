@@ -276,7 +276,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(beneficiaryRoutes, { database });
   await app.register(paymentRoutes, { database, config });
   await app.register(sessionRoutes, { database });
-  await app.register(eventRoutes, { database });
+  await app.register(eventRoutes, { database, retentionDays: config.retentionDays });
   await app.register(listenRoutes, { database });
   await app.register(webhookHealthRoutes, { database });
   await app.register(dashboardRoutes, {

@@ -175,8 +175,14 @@ function selectEvents(db: Kysely<Schema>, businessId: string, mode: Mode) {
  * each registered URL) and `POST /events/redeliver` (every failed delivery of the events since a
  * time, once: a redelivered failure is not picked again).
  */
-export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (app, { database }) => {
+export const eventRoutes: FastifyPluginAsync<{ database: Database; retentionDays?: number | null }> = async (
+  app,
+  { database, retentionDays = null },
+) => {
   const db = database.db;
+  /** An event of this business and mode, or 404 (saying how long events are kept). */
+  const findEvent = (tx: Kysely<Schema>, id: string, businessId: string, mode: Mode, lock = false) =>
+    lookUpEvent(tx, id, businessId, mode, lock, retentionDays);
 
   app.get<{ Querystring: EventQuery }>(
     '/events',
@@ -305,7 +311,8 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
     async (request, reply) => {
       const { businessId, mode } = request.principal;
       const response = await db.transaction().execute(async (tx) => {
-        const event = await findEvent(tx, request.params.id, businessId, mode);
+        // Held (key share) until the commit: a retention pass skips it, or had removed it first.
+        const event = await findEvent(tx, request.params.id, businessId, mode, true);
         // The endpoints that take this event now (enabled, their filter naming its type).
         const endpoints = await endpointsTaking(tx, businessId, mode, event.type);
         if (endpoints.length === 0) {
@@ -359,11 +366,28 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database }> = async (ap
   );
 };
 
-/** An event of this business and mode, or 404. */
-async function findEvent(db: Kysely<Schema>, id: string, businessId: string, mode: Mode): Promise<EventRow> {
-  const row = UUID.test(id)
-    ? await selectEvents(db, businessId, mode).where('id', '=', id).executeTakeFirst()
-    : undefined;
-  if (!row) throw new ApiError('not_found', `No event ${JSON.stringify(id)}.`);
+/**
+ * An event of this business and mode (with `lock`, held until the transaction ends, so that no
+ * retention pass removes it meanwhile), or 404; the 404 of an event id says how long events are kept.
+ */
+async function lookUpEvent(
+  db: Kysely<Schema>,
+  id: string,
+  businessId: string,
+  mode: Mode,
+  lock: boolean,
+  retentionDays: number | null,
+): Promise<EventRow> {
+  if (!UUID.test(id)) throw new ApiError('not_found', `No event ${JSON.stringify(id)}.`);
+  const query = selectEvents(db, businessId, mode).where('id', '=', id);
+  const row = await (lock ? query.forKeyShare() : query).executeTakeFirst();
+  if (!row) {
+    throw new ApiError(
+      'not_found',
+      retentionDays === null
+        ? `No event ${JSON.stringify(id)}.`
+        : `No event ${JSON.stringify(id)}. Events are kept ${retentionDays} days (PAYHOOK_RETENTION_DAYS): an older one may have been removed by retention.`,
+    );
+  }
   return row;
 }
