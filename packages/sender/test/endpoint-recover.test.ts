@@ -319,5 +319,39 @@ describe.each(['pglite', 'postgres'] as const)(
       expect(once.status).toBe(202);
       expect(await twice.json()).toEqual(await once.json());
     });
+
+    it('refuses a window past retention with 422 naming the horizon', async () => {
+      const kept = await buildApp({
+        database,
+        config: loadConfig({ PAYHOOK_API_KEYS: `${KEY}:biz-recover:test`, PAYHOOK_RETENTION_DAYS: '7' }),
+        logger: false,
+        now: clock.now,
+      });
+      try {
+        const id = (await call('POST', '/webhook-endpoints', { url: 'https://kept.example/hook' })).body.data
+          .id;
+        const now = clock.now().getTime();
+        const answer = await kept.inject({
+          method: 'POST',
+          url: `/webhook-endpoints/${id}/recover`,
+          headers: { authorization: `Bearer ${KEY}` },
+          payload: { since: new Date(now - 10 * 24 * HOUR).toISOString() },
+        });
+        expect(answer.statusCode).toBe(422);
+        const [detail] = answer.json().error.details;
+        expect(detail.field).toBe('since');
+        expect(detail.message).toContain('kept 7 days (PAYHOOK_RETENTION_DAYS)');
+        expect(detail.message).toContain(new Date(now - 7 * 24 * HOUR).toISOString().slice(0, 16));
+        const inside = await kept.inject({
+          method: 'POST',
+          url: `/webhook-endpoints/${id}/recover`,
+          headers: { authorization: `Bearer ${KEY}` },
+          payload: { since: new Date(now - 6 * 24 * HOUR).toISOString() },
+        });
+        expect(inside.statusCode).toBe(202);
+      } finally {
+        await kept.close();
+      }
+    });
   },
 );

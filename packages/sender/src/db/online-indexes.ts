@@ -11,7 +11,7 @@ export interface OnlineIndex {
 }
 
 /**
- * The indexes on the tables that delivery writes, added after the first release. Never edit one
+ * The indexes added after the first release on the tables that delivery and the API write. Never edit one
  * that has shipped (a database that has it keeps it as it was): add another under a new name.
  */
 export const ONLINE_INDEXES: readonly OnlineIndex[] = [
@@ -38,6 +38,12 @@ export const ONLINE_INDEXES: readonly OnlineIndex[] = [
     table: 'deliveries',
     definition: "(endpoint_id) where status = 'pending'",
     for: "an endpoint's pending deliveries: its health, its deletion",
+  },
+  {
+    name: 'idempotency_keys_created',
+    table: 'idempotency_keys',
+    definition: '(created_at)',
+    for: 'the removal of keys past their 48 hours',
   },
   {
     name: 'endpoint_attempt_hours_hour',

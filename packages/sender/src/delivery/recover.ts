@@ -83,6 +83,11 @@ export async function recoverEndpoint(
     batch?: number;
     /** Called after each batch but the last. */
     onProgress?: (progress: { readThrough: Date; events: number } & Recovery) => void;
+    /**
+     * Run in the last batch's transaction with what the recovery queued in all: what must
+     * commit with its last write (the response stored under an Idempotency-Key).
+     */
+    onDone?: (tx: Transaction<Schema>, recovery: Recovery) => Promise<void>;
   } = {},
 ): Promise<Recovery> {
   const size = options.batch ?? RECOVER_BATCH;
@@ -90,19 +95,26 @@ export async function recoverEndpoint(
   let cursor: Cursor | null = null;
   let events = 0;
   for (;;) {
-    const batch: Batch = await db
-      .transaction()
-      .execute((tx) => recoverBatch(tx, endpoint, window, cursor, size));
+    const batch: Batch = await db.transaction().execute(async (tx) => {
+      const read = await recoverBatch(tx, endpoint, window, cursor, size);
+      const last = read.last === null || read.read < size;
+      if (last) await options.onDone?.(tx, sum(total, read.done));
+      return read;
+    });
     events += batch.read;
-    total.created += batch.done.created;
-    total.resumed += batch.done.resumed;
-    total.queued += batch.done.queued;
+    Object.assign(total, sum(total, batch.done));
     if (batch.last === null || batch.read < size) break;
     cursor = batch.last;
     options.onProgress?.({ readThrough: batch.lastAt as Date, events, ...total });
   }
   return total;
 }
+
+const sum = (a: Recovery, b: Recovery): Recovery => ({
+  queued: a.queued + b.queued,
+  created: a.created + b.created,
+  resumed: a.resumed + b.resumed,
+});
 
 interface Batch {
   /** Events read. */
@@ -208,17 +220,27 @@ async function applyActions(
             where id = any(${failed}::uuid[]) and status = 'failed' and superseded_by is null
             order by id for update`.execute(tx)
         ).rows;
-  const made = [...new Set([...replaced.map((r) => r.event_id), ...neverSent])];
+  // The events it sends, held against retention's removal until this transaction ends (one
+  // removed meanwhile is left out: it is past retention).
+  const wanted = [...new Set([...replaced.map((r) => r.event_id), ...neverSent])];
+  const made =
+    wanted.length === 0
+      ? []
+      : (
+          await sql<{ id: string }>`select id from events where id = any(${wanted}::uuid[])
+            order by id for key share`.execute(tx)
+        ).rows.map((r) => r.id);
   const ids = await enqueueDeliveries(
     tx,
     made.map((eventId) => ({ eventId, url: endpoint.url, endpointId: endpoint.id })),
   );
   const newIdOf = new Map(made.map((eventId, i) => [eventId, ids[i] as string]));
   if (replaced.length > 0) {
-    const pairs = JSON.stringify(replaced.map((r) => ({ id: r.id, by: newIdOf.get(r.event_id) })));
+    const kept = replaced.filter((r) => newIdOf.has(r.event_id));
+    const pairs = JSON.stringify(kept.map((r) => ({ id: r.id, by: newIdOf.get(r.event_id) })));
     await sql`update deliveries d set superseded_by = p.by
       from json_to_recordset(${pairs}::json) as p(id uuid, by uuid)
-      where d.id = p.id and d.id = any(${replaced.map((r) => r.id)}::uuid[])`.execute(tx);
+      where d.id = p.id and d.id = any(${kept.map((r) => r.id)}::uuid[])`.execute(tx);
   }
   if (resumed > 0 && ids.length === 0) await sql`select ${WAKE}`.execute(tx);
   return { queued: ids.length + resumed, created: ids.length, resumed };

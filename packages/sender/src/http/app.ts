@@ -271,7 +271,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(settingsRoutes, { database, config, resolve: options.resolve });
   await app.register(signingSecretRoutes, { database });
   await app.register(webhookEndpointRoutes, { database, config, resolve: options.resolve, now: options.now });
-  await app.register(endpointOperationRoutes, { database, ...(options.now ? { now: options.now } : {}) });
+  await app.register(endpointOperationRoutes, {
+    database,
+    retentionDays: config.retentionDays,
+    ...(options.now ? { now: options.now } : {}),
+  });
   await app.register(customerRoutes, { database });
   await app.register(beneficiaryRoutes, { database });
   await app.register(paymentRoutes, { database, config });

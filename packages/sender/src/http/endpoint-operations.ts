@@ -5,6 +5,7 @@ import type { Database } from '../db/database.js';
 import { endpointBuckets } from '../delivery/attempt-counts.js';
 import { type DisableRule, endpointFailures, type FailureView } from '../delivery/endpoint-health.js';
 import { RECOVER_MAX_DAYS, recoverEndpoint } from '../delivery/recover.js';
+import { retentionHorizon } from '../delivery/retention.js';
 import { getEndpoint } from '../endpoints/store.js';
 import { ApiError } from '../errors.js';
 import { isoMicros } from '../timestamps.js';
@@ -152,10 +153,12 @@ function readTime(value: string, field: string): Date {
  * attempts, success rate and median latency per bucket over the last 24 hours or 7 days (the
  * dashboard's charts). Another business's endpoint is 404.
  */
-export const endpointOperationRoutes: FastifyPluginAsync<{ database: Database; now?: () => Date }> = async (
-  app,
-  { database, now = () => new Date() },
-) => {
+export const endpointOperationRoutes: FastifyPluginAsync<{
+  database: Database;
+  /** Days events are kept (`PAYHOOK_RETENTION_DAYS`); null for ever. */
+  retentionDays?: number | null;
+  now?: () => Date;
+}> = async (app, { database, retentionDays = null, now = () => new Date() }) => {
   app.post<{ Params: { id: string }; Body: Static<typeof RecoverWindow> }>(
     '/webhook-endpoints/:id/recover',
     {
@@ -179,6 +182,13 @@ export const endpointOperationRoutes: FastifyPluginAsync<{ database: Database; n
           `must be at most ${RECOVER_MAX_DAYS} days ago (not before ${isoMicros(earliest)})`,
         );
       }
+      const horizon = retentionHorizon(retentionDays, at);
+      if (horizon && since < horizon) {
+        throw invalid(
+          'since',
+          `is past retention: events are kept ${retentionDays} days (PAYHOOK_RETENTION_DAYS), none created before ${isoMicros(horizon)} is left to recover`,
+        );
+      }
       if (until <= since) throw invalid('until', 'must be after since');
       const endpoint = await getEndpoint(database.db, owner, request.params.id);
       let reported = Date.now();
@@ -191,11 +201,16 @@ export const endpointOperationRoutes: FastifyPluginAsync<{ database: Database; n
         request.log.info({ endpoint: endpoint.id, readThrough, events, queued }, 'recovering');
       };
       const window = { since, until, now: at };
-      const { queued } = await recoverEndpoint(database.db, endpoint, window, { onProgress });
-      const response = {
+      const answer = (queued: number) => ({
         data: { endpoint_id: endpoint.id, since: isoMicros(since), until: isoMicros(until), queued },
-      };
-      await storeResponse(database.db, request, reply, 202, response);
+      });
+      // The response is stored in the transaction of the last batch: a retry after it committed
+      // replays it.
+      const { queued } = await recoverEndpoint(database.db, endpoint, window, {
+        onProgress,
+        onDone: (tx, recovery) => storeResponse(tx, request, reply, 202, answer(recovery.queued)),
+      });
+      const response = answer(queued);
       responseStored(request, 202);
       return response;
     },
