@@ -60,7 +60,7 @@ describe.each(['express-receiver', 'koa-receiver', 'fastify-receiver'])('example
     expect(output().split(`payment=${event.data.id}`)).toHaveLength(2);
   });
 
-  it('with WEBHOOK_SECRET, takes an event signed with it and refuses one signed with another secret', async () => {
+  it('with WEBHOOK_SECRET, takes an event signed with it and refuses one signed with another secret or unsigned', async () => {
     const port = await freePort();
     const businessId = 'c0ffee00-1234-4abc-8def-0123456789ab';
     const secret = generateSigningSecret();
@@ -74,7 +74,7 @@ describe.each(['express-receiver', 'koa-receiver', 'fastify-receiver'])('example
     const send = (secrets: string[]) => {
       const event = createTestEvent('payment.session.succeeded', businessId);
       const body = JSON.stringify(event);
-      const headers = signWebhook({ id: event.data.id, body, secrets });
+      const headers = secrets.length > 0 ? signWebhook({ id: event.data.id, body, secrets }) : {};
       return fetch(`http://127.0.0.1:${port}/webhooks`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...headers },
@@ -85,6 +85,9 @@ describe.each(['express-receiver', 'koa-receiver', 'fastify-receiver'])('example
     const forged = await send([generateSigningSecret()]);
     expect(forged.status).toBe(401);
     expect(await forged.json()).toMatchObject({ error: { code: 'invalid_signature' } });
+    const unsigned = await send([]);
+    expect(unsigned.status).toBe(401);
+    expect(await unsigned.json()).toMatchObject({ error: { code: 'signature_required' } });
   });
 
   it('refuses to start without its configuration', async () => {

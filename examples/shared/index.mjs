@@ -18,7 +18,8 @@ export function receiverOptions(env = process.env) {
   }
   const ips = allowed.includes('*') ? { allowAnyIp: true } : { allowedIps: allowed };
   // WEBHOOK_SECRET (optional): the signing secret, whsec_... (several, comma-separated, during a
-  // rotation); signed requests must then carry a valid signature.
+  // rotation); every request must then carry a valid signature, unless ALLOW_UNSIGNED=1 takes
+  // unsigned ones on their checksum while some sender does not sign yet (a warning at start).
   const secrets = (env.WEBHOOK_SECRET ?? '')
     .split(',')
     .map((s) => s.trim())
@@ -31,6 +32,7 @@ export function receiverOptions(env = process.env) {
     businessIds: [businessId],
     ...ips,
     ...(secrets.length > 0 ? { signingSecrets: secrets } : {}),
+    ...(env.ALLOW_UNSIGNED === '1' ? { allowUnsigned: true } : {}),
     logger: consoleLogger,
     ...(store ? { store } : {}),
   };

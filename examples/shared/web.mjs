@@ -14,7 +14,9 @@ export function webReceiverOptions(env) {
   }
   // WEBHOOK_SECRET (optional): the signing secret, whsec_... (several, comma-separated, during a
   // rotation); WEBHOOK_PUBLIC_KEY (optional): the Ed25519 public key of v1a signatures, whpk_...
-  // (several likewise). REQUIRE_SIGNATURE=1 then refuses unsigned requests.
+  // (several likewise). With either, unsigned requests are refused (401 signature_required);
+  // ALLOW_UNSIGNED=1 takes them on their checksum while some sender does not sign yet (a warning at
+  // start).
   const secrets = list(env.WEBHOOK_SECRET);
   const publicKeys = list(env.WEBHOOK_PUBLIC_KEY);
   return {
@@ -22,7 +24,7 @@ export function webReceiverOptions(env) {
     ...(allowed.includes('*') ? { allowAnyIp: true } : { allowedIps: allowed }),
     ...(secrets.length > 0 ? { signingSecrets: secrets } : {}),
     ...(publicKeys.length > 0 ? { signingPublicKeys: publicKeys } : {}),
-    ...(env.REQUIRE_SIGNATURE === '1' ? { requireSignature: true } : {}),
+    ...(env.ALLOW_UNSIGNED === '1' ? { allowUnsigned: true } : {}),
     logger: consoleLogger,
   };
 }

@@ -1,7 +1,7 @@
 // Runs the Worker locally on workerd, as `wrangler dev` does: bundled with esbuild for the
 // browser platform (no Node built-ins, no nodejs_compat) and served by Miniflare with its Durable
 // Object. Settings from the environment: BUSINESS_ID, ALLOWED_IPS, WEBHOOK_SECRET, WEBHOOK_PUBLIC_KEY,
-// REQUIRE_SIGNATURE, HOST and PORT; PERSIST_DIR keeps the Durable Object's storage in a directory
+// ALLOW_UNSIGNED, HOST and PORT; PERSIST_DIR keeps the Durable Object's storage in a directory
 // across runs (without it, in memory).
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -39,7 +39,7 @@ export function serveWorker(script, { bindings = {}, host = '127.0.0.1', port = 
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const names = ['BUSINESS_ID', 'ALLOWED_IPS', 'WEBHOOK_SECRET', 'WEBHOOK_PUBLIC_KEY', 'REQUIRE_SIGNATURE'];
+  const names = ['BUSINESS_ID', 'ALLOWED_IPS', 'WEBHOOK_SECRET', 'WEBHOOK_PUBLIC_KEY', 'ALLOW_UNSIGNED'];
   const bindings = Object.fromEntries(names.filter((n) => process.env[n]).map((n) => [n, process.env[n]]));
   const mf = serveWorker(await bundleWorker(), {
     bindings,

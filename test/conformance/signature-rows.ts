@@ -23,7 +23,7 @@ const now = () => Math.floor(Date.now() / 1000);
 /**
  * The Standard Webhooks rows of the conformance suite, over real HTTP on each adapter and
  * mounting: both the signature and the checksum must pass; rotation; the replay window; a
- * required signature; the `svix-` header names.
+ * signature required by default (allowUnsigned opts out); the `svix-` header names.
  */
 export function describeSignatureRows(businessId: string, setup: SignatureRowsSetup): void {
   const event = () => createTestEvent('payment.session.succeeded', businessId);
@@ -96,13 +96,19 @@ export function describeSignatureRows(businessId: string, setup: SignatureRowsSe
     expect((await post(body, headers)).status).toBe(200);
   });
 
-  it('takes unsigned events while signatures are optional, and refuses them once required (401 signature_required)', async () => {
-    const optional = await setup({ signingSecrets: [SECRET] });
-    expect((await optional.post(JSON.stringify(event()))).status).toBe(200);
-    const required = await setup({ signingSecrets: [SECRET], requireSignature: true });
-    const res = await required.post(JSON.stringify(event()));
+  it('refuses unsigned events once it has a secret (401 signature_required), unless allowUnsigned: true', async () => {
+    const secured = await setup({ signingSecrets: [SECRET] });
+    const res = await secured.post(JSON.stringify(event()));
     expect(res.status).toBe(401);
-    expect(await code(res)).toBe('signature_required');
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('signature_required');
+    expect(error.message).toContain('allowUnsigned');
+    await secured.receiver.idle();
+    expect(secured.seen.events).toHaveLength(0);
+    const migrating = await setup({ signingSecrets: [SECRET], allowUnsigned: true });
+    expect((await migrating.post(JSON.stringify(event()))).status).toBe(200);
+    await migrating.receiver.idle();
+    expect(migrating.seen.events).toHaveLength(1);
   });
 
   it('refuses incomplete or malformed signature headers with 401 invalid_signature', async () => {
@@ -124,7 +130,7 @@ export function describeSignatureRows(businessId: string, setup: SignatureRowsSe
   });
 
   it('reads the svix- header names as Svix libraries send them', async () => {
-    const { post } = await setup({ signingSecrets: [SECRET], requireSignature: true });
+    const { post } = await setup({ signingSecrets: [SECRET] });
     const body = JSON.stringify(event());
     const signed = signWebhook({ id: 'msg_1', body, secrets: [SECRET] });
     const res = await post(body, {

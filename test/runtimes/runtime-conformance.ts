@@ -143,7 +143,7 @@ function envOf(options: Partial<ReceiverOptions>): Record<string, string> {
     if (key === 'allowedIps') continue;
     else if (key === 'signingSecrets') env.WEBHOOK_SECRET = (value as string[]).join(',');
     else if (key === 'signingPublicKeys') env.WEBHOOK_PUBLIC_KEY = (value as string[]).join(',');
-    else if (key === 'requireSignature' && value === true) env.REQUIRE_SIGNATURE = '1';
+    else if (key === 'allowUnsigned' && value === true) env.ALLOW_UNSIGNED = '1';
     // The default: the examples set none.
     else if (key === 'signatureToleranceSeconds' && value === 300) continue;
     else throw new Error(`The examples take no setting for ${key}=${JSON.stringify(value)}.`);
@@ -520,10 +520,7 @@ export function describeRuntimeConformance(harness: RuntimeHarness): void {
       describeSignatureRows(BUSINESS_ID, setup);
 
       it("verifies Ed25519 (v1a) signatures with the public key, and refuses another key pair's (401 invalid_signature)", async () => {
-        const { post, idle, handled } = await setup({
-          signingPublicKeys: [V1A.publicKey],
-          requireSignature: true,
-        });
+        const { post, idle, handled } = await setup({ signingPublicKeys: [V1A.publicKey] });
         const event = createTestEvent('payment.session.succeeded', BUSINESS_ID);
         const body = JSON.stringify(event);
         const signed = signWebhookV1a({ id: event.data.id, body, secretKeys: [V1A.secretKey] });

@@ -338,8 +338,8 @@ export const matched = (
  * Verifies Standard Webhooks headers against the exact body: the timestamp within the tolerance
  * (both directions), then every configured secret against every listed `v1` signature, compared
  * in constant time, and every configured public key against every listed `v1a` (Ed25519)
- * signature. Missing headers are `invalid_signature` here; whether a request may come without
- * them at all is the receiver's `requireSignature`. Synchronous, on node:crypto; where it is
+ * signature. Missing headers are `invalid_signature` here; a receiver with keys refuses a request
+ * without them as `signature_required`, unless it has `allowUnsigned`. Synchronous, on node:crypto; where it is
  * missing (browsers, Workers) use `verifyWebhookSignatureAsync`.
  *
  * @example

@@ -74,7 +74,6 @@ export function resolveReceiverOptions(options: ReceiverOptions) {
       `Invalid canonicalization: ${String(canonicalization)} (expected "auto", "jcs" or "lexical").`,
     );
   }
-  const checkSignature = createSignatureCheck(options);
   const maxBodyBytes = positive('maxBodyBytes', options.maxBodyBytes, DEFAULT_MAX_BODY);
   const maxDrainBytes = resolveMaxDrainBytes(options.maxDrainBytes, maxBodyBytes);
   const maxDepth = positive('maxDepth', options.maxDepth, DEFAULT_MAX_DEPTH);
@@ -90,6 +89,8 @@ export function resolveReceiverOptions(options: ReceiverOptions) {
   const hooks = createMetricHooks(resolveMetrics(options.metrics), logger);
   const tracing = resolveTracing(options.tracing, logger);
   const instanceId = options.instanceId ?? globalThis.crypto.randomUUID();
+  // Last: its start-time warning (allowUnsigned) is written only once every option is valid.
+  const checkSignature = createSignatureCheck(options, logger);
   return {
     businessIds,
     allowList,

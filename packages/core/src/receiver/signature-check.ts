@@ -10,6 +10,7 @@ import {
   verifyWebhookSignature,
 } from '../webhook-signature.js';
 import { verifyWebhookSignatureAsync } from '../webhook-signature-async.js';
+import type { Logger } from './logger.js';
 import type { ReceiverOptions, ReceiverRequest } from './types.js';
 
 /**
@@ -37,12 +38,40 @@ function parseAll<T>(configured: unknown, option: string, expected: string, pars
 
 const verdict = (result: SignatureResult) => (result.ok ? undefined : result.error);
 
+function flag(options: ReceiverOptions, option: 'requireSignature' | 'allowUnsigned'): boolean | undefined {
+  const value = options[option];
+  if (value !== undefined && typeof value !== 'boolean') {
+    throw new TypeError(`Invalid ${option}: expected a boolean.`);
+  }
+  return value;
+}
+
+/**
+ * Whether a receiver with signing keys takes a request without signature headers: only when it
+ * opts out, with `allowUnsigned: true` or the older `requireSignature: false`. Validates the two
+ * options (a TypeError for a non-boolean, for both given and contradicting, or for a signature
+ * required without keys to verify it with).
+ */
+function acceptsUnsigned(options: ReceiverOptions, hasKeys: boolean): boolean {
+  const requireSignature = flag(options, 'requireSignature');
+  const allowUnsigned = flag(options, 'allowUnsigned');
+  if (allowUnsigned === true && requireSignature === true) {
+    throw new TypeError('Give allowUnsigned: true or requireSignature: true, not both.');
+  }
+  if (requireSignature === true && !hasKeys) {
+    throw new TypeError('requireSignature: true needs signingSecrets or signingPublicKeys to verify with.');
+  }
+  return allowUnsigned === true || requireSignature === false;
+}
+
 /**
  * Builds the signature step from the receiver's options, validating them (a TypeError names the
  * bad option, never a secret). With neither `signingSecrets` nor `signingPublicKeys` it passes
  * everything: the checksum and the allow-list alone authenticate, as before signatures existed.
+ * With either, a request without signature headers is refused (401 `signature_required`) unless
+ * the receiver opts out with `allowUnsigned: true`, which `logger` warns about once, here.
  */
-export function createSignatureCheck(options: ReceiverOptions): SignatureCheck {
+export function createSignatureCheck(options: ReceiverOptions, logger: Logger): SignatureCheck {
   const keys: SigningKey[] = parseAll(
     options.signingSecrets,
     'signingSecrets',
@@ -56,18 +85,25 @@ export function createSignatureCheck(options: ReceiverOptions): SignatureCheck {
     parseSigningPublicKey,
   );
   const path = resolveCryptoPath(options.crypto);
-  const required = options.requireSignature ?? false;
-  if (typeof required !== 'boolean') throw new TypeError('Invalid requireSignature: expected a boolean.');
-  if (required && keys.length === 0 && publicKeys.length === 0) {
-    throw new TypeError('requireSignature: true needs signingSecrets or signingPublicKeys to verify with.');
-  }
+  const hasKeys = keys.length > 0 || publicKeys.length > 0;
+  const required = !acceptsUnsigned(options, hasKeys);
   const tolerance = options.signatureToleranceSeconds ?? DEFAULT_SIGNATURE_TOLERANCE_SECONDS;
   if (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance <= 0) {
     throw new TypeError(
       `Invalid signatureToleranceSeconds: ${String(tolerance)} (expected a positive number).`,
     );
   }
-  if (keys.length === 0 && publicKeys.length === 0) return () => undefined;
+  if (!hasKeys) return () => undefined;
+  if (!required) {
+    const spelled =
+      options.allowUnsigned === true
+        ? 'allowUnsigned: true'
+        : 'requireSignature: false (deprecated: write allowUnsigned: true)';
+    logger.warn(
+      { allowUnsigned: true },
+      `payhook: ${spelled}: events without a signature are accepted on their checksum alone, whose key (the business id) is not a strong secret; remove it once every sender signs, and unsigned events are refused (401 signature_required)`,
+    );
+  }
   const verifyOptions = {
     secrets: keys,
     publicKeys,
@@ -81,7 +117,7 @@ export function createSignatureCheck(options: ReceiverOptions): SignatureCheck {
       return required
         ? new PayhookError(
             'signature_required',
-            'This receiver requires a signature: send webhook-id, webhook-timestamp and webhook-signature.',
+            'This receiver has signingSecrets or signingPublicKeys, so it requires a signature: send webhook-id, webhook-timestamp and webhook-signature (allowUnsigned: true on the receiver accepts unsigned events during a migration).',
           )
         : undefined;
     }

@@ -22,8 +22,9 @@ export interface ReceiverOptions {
   trustedProxies?: readonly string[];
   /**
    * Standard Webhooks secrets (`whsec_...`) this receiver verifies `webhook-signature` with; during
-   * a rotation, the new one and the previous one. With secrets, a signed request must carry a
-   * valid signature with a timestamp within the tolerance, and its checksum must verify too.
+   * a rotation, the new one and the previous one. With secrets, a request must carry a valid
+   * signature with a timestamp within the tolerance (unless `allowUnsigned`), and its checksum
+   * must verify too.
    */
   signingSecrets?: readonly string[];
   /**
@@ -39,9 +40,18 @@ export interface ReceiverOptions {
    */
   crypto?: CryptoPath;
   /**
-   * Refuse requests without signature headers (401 `signature_required`). Default false: unsigned
-   * requests are still verified by their checksum alone, so a receiver can take signatures before
-   * every sender sends them (verify if present, then require).
+   * With `signingSecrets` or `signingPublicKeys`, also accept requests without signature headers,
+   * on their checksum alone (default false: they are refused, 401 `signature_required`). For a
+   * migration period, while some sender does not sign yet; the receiver warns at creation. Without
+   * secrets or public keys it changes nothing: every request is taken on its checksum.
+   */
+  allowUnsigned?: boolean;
+  /**
+   * Deprecated: a receiver with `signingSecrets` or `signingPublicKeys` requires a signature by
+   * default. `true` restates it (and still needs a secret or public key); `false` with them is the
+   * older spelling of `allowUnsigned: true`, with its warning.
+   *
+   * @deprecated Leave it out to require signatures; write `allowUnsigned: true` to accept unsigned events.
    */
   requireSignature?: boolean;
   /** Largest distance between `webhook-timestamp` and this receiver's clock, either way (default 300 s). */
