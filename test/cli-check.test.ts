@@ -11,6 +11,7 @@ import {
   createReceiver,
   generateSigningSecret,
   readSignatureHeaders,
+  silentLogger,
   verifyChecksum,
   verifyWebhookSignature,
 } from '@payhook/core';
@@ -103,14 +104,53 @@ describe('payhook check', { timeout: 60_000 }, () => {
     },
   );
 
-  it('passes every case, the signature ones included, against payhook requiring signatures; prints a line per case', async () => {
+  // The quickstarts' and `payhook init`'s receiver: a signing secret, and nothing else about
+  // signatures (a receiver with a secret requires them by default).
+  it.each(ADAPTER_APPS.map((a) => [a.name, a] as const))(
+    'passes every case, the signature ones included, against the quickstart receiver on %s',
+    async (_, adapter) => {
+      const secret = generateSigningSecret();
+      const app = await adapter.start(
+        createReceiver({
+          businessIds: [BIZ],
+          signingSecrets: [secret],
+          allowedIps: ['127.0.0.1', '::1'],
+          logger: silentLogger,
+        }),
+      );
+      closers.push(() => app.close());
+      const result = await check(`${app.url}/webhooks`, '--secret', secret, '--json');
+      expect(failing(result.report)).toEqual([]);
+      expect(result.report?.cases).toHaveLength(11);
+      expect(result.code).toBe(0);
+    },
+  );
+
+  it('fails only the missing signature against payhook with allowUnsigned: true', async () => {
+    const secret = generateSigningSecret();
+    const app = await ADAPTER_APPS[0]?.start(
+      createReceiver({
+        businessIds: [BIZ],
+        signingSecrets: [secret],
+        allowUnsigned: true,
+        allowedIps: ['127.0.0.1', '::1'],
+        logger: silentLogger,
+      }),
+    );
+    if (!app) throw new Error('no adapter');
+    closers.push(() => app.close());
+    const result = await check(`${app.url}/webhooks`, '--secret', secret, '--json');
+    expect(failing(result.report)).toEqual(['missing signature']);
+    expect(result.code).toBe(1);
+  });
+
+  it('passes every case, the signature ones included, against payhook with a signing secret; prints a line per case', async () => {
     const secret = generateSigningSecret();
     const app = await ADAPTER_APPS[0]?.start(
       createReceiver({
         businessIds: [BIZ],
         allowedIps: ['127.0.0.1', '::1'],
         signingSecrets: [secret],
-        requireSignature: true,
       }),
     );
     if (!app) throw new Error('no adapter');

@@ -160,7 +160,7 @@ export function checkCases({ businessId, secrets }: CaseOptions): CheckCase[] {
       name: 'missing signature',
       expected: 'refuse',
       wrong:
-        'the receiver accepted an event without signature headers: once it has a secret, it should require them',
+        'the receiver accepted an event without signature headers: once it has a secret, it must require them (a payhook receiver with signingSecrets does, unless allowUnsigned: true)',
       body: unsigned,
       headers: {},
     }),

@@ -116,7 +116,6 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
       businessIds: [businessId],
       allowedIps: ['127.0.0.1', '::1'],
       signingSecrets: [signingSecret],
-      requireSignature: true,
       logger: silentLogger,
     });
     const handled = new Map<string, number>();
