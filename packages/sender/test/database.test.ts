@@ -32,6 +32,7 @@ const MIGRATIONS = [
   '0012_webhook_endpoints',
   '0013_endpoint_failures',
   '0014_endpoint_attempt_hours',
+  '0015_endpoint_history',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];

@@ -36,8 +36,14 @@ export const ONLINE_INDEXES: readonly OnlineIndex[] = [
   {
     name: 'deliveries_endpoint_pending',
     table: 'deliveries',
-    definition: "(endpoint_id) where status = 'pending'",
-    for: "an endpoint's pending deliveries: its health, its deletion",
+    definition: "(endpoint_id, id) where status = 'pending'",
+    for: "an endpoint's pending deliveries: its health, its deletion, recover's held ones",
+  },
+  {
+    name: 'deliveries_endpoint_failed',
+    table: 'deliveries',
+    definition: "(endpoint_id, created_at, id) where status = 'failed' and superseded_by is null",
+    for: "recover: an endpoint's failures not sent again yet",
   },
   {
     name: 'idempotency_keys_created',

@@ -225,6 +225,18 @@ export interface EndpointAttemptHoursTable {
 }
 
 /**
+ * An endpoint's status and filter from `at` until its next row (migration 0015, kept by a
+ * trigger on `webhook_endpoints`): what a recovery reads to know when events could have been
+ * made without a delivery to it.
+ */
+export interface EndpointHistoryTable {
+  endpoint_id: string;
+  at: Date;
+  status: 'enabled' | 'disabled';
+  enabled_events: ColumnType<string[], string, string>;
+}
+
+/**
  * The typed schema of the sender's database, one table a key; migrations in `migrations.ts`
  * create it.
  *
@@ -251,6 +263,7 @@ export interface Schema {
   endpoint_signing_secrets: EndpointSigningSecretsTable;
   endpoint_failures: EndpointFailuresTable;
   endpoint_attempt_hours: EndpointAttemptHoursTable;
+  endpoint_history: EndpointHistoryTable;
 }
 
 /** The database or a transaction on it: what a statement that may run in either takes. */

@@ -192,13 +192,14 @@ export const endpointOperationRoutes: FastifyPluginAsync<{
       if (until <= since) throw invalid('until', 'must be after since');
       const endpoint = await getEndpoint(database.db, owner, request.params.id);
       let reported = Date.now();
-      const onProgress = (progress: { readThrough: Date; events: number; queued: number }) => {
-        // A long window says how far it has read, every few seconds.
+      const onProgress = (progress: { rows: number; queued: number }) => {
+        // A long recovery says how far it has gone, every few seconds.
         if (Date.now() - reported < PROGRESS_EVERY_MS) return;
         reported = Date.now();
-        const { events, queued } = progress;
-        const readThrough = isoMicros(progress.readThrough);
-        request.log.info({ endpoint: endpoint.id, readThrough, events, queued }, 'recovering');
+        request.log.info(
+          { endpoint: endpoint.id, rows: progress.rows, queued: progress.queued },
+          'recovering',
+        );
       };
       const window = { since, until, now: at };
       const answer = (queued: number) => ({
