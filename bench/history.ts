@@ -42,6 +42,7 @@ import {
   BENCH_DATABASE_URL,
   createSessionsAtRate,
   latencyOf,
+  makeDatabase,
   now,
   printTable,
   signIn,
@@ -292,14 +293,6 @@ const ROWS: [key: string, call: string][] = [
   ['delete', `DELETE an endpoint with ${PENDING} pending deliveries`],
   ['metrics', 'GET /metrics'],
 ];
-
-/** A database of its own on the benchmarks' server: its URL, and how to drop it. */
-async function makeDatabase(server: pg.Client, name: string) {
-  await server.query(`create database ${name}`);
-  const url = new URL(BENCH_DATABASE_URL);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => server.query(`drop database if exists ${name} with (force)`) };
-}
 
 async function main() {
   const server = new pg.Client({ connectionString: BENCH_DATABASE_URL });

@@ -111,6 +111,14 @@ export const BENCH_BUSINESS_ID = '9c4a2b1e-7d3f-4e8a-b5c6-1a2b3c4d5e6f';
 /** The PostgreSQL server of the benchmarks: TEST_DATABASE_URL, never the service's DATABASE_URL. */
 export const BENCH_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
+/** A database of its own on the benchmarks' server (`server`, a client of it): its URL, and how to drop it. */
+export async function makeDatabase(server: { query(text: string): Promise<unknown> }, name: string) {
+  await server.query(`create database ${name}`);
+  const url = new URL(BENCH_DATABASE_URL);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => server.query(`drop database if exists ${name} with (force)`) };
+}
+
 /**
  * Runs `measure` on PostgreSQL, given a fresh schema name (dropped afterwards), then on PGlite,
  * given a data directory in a temporary folder (removed afterwards).

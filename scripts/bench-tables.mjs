@@ -511,6 +511,23 @@ function history(r) {
   )}\n\nRecover queued ${(r.recovered?.history ?? []).map(int).join(', ')} with history (empty: ${(r.recovered?.empty ?? []).map(int).join(', ')}). The sender's log: ${logs.join('; ')}.${load}`;
 }
 
+function retention(r) {
+  const row = (name, side) => [
+    name,
+    ms(side.latencyMs.p50),
+    ms(side.latencyMs.p99),
+    ms(side.latencyMs.max),
+    int(side.errors),
+    int(side.missing),
+  ];
+  const p = r.pass;
+  const removed = p?.removed ?? {};
+  return `Two days of ${int(r.dayEvents)} events each (${int(r.seeded.rows.events)} events, ${int(r.seeded.rows.deliveries)} deliveries, ${int(r.seeded.rows.attempts)} attempts); sessions at ${int(r.rate)} a second for ${int(r.seconds)} s each side, latency from the 201 to the receiver's door in ms. The pass keeps one day: it removed ${int(removed.events)} events, ${int(removed.deliveries)} deliveries and ${int(removed.delivery_attempts)} attempts in ${dec(p?.seconds, 1)} s (${int(p?.batches)} batches${p?.complete ? '' : ', not complete'}).\n\n${table(
+    ['', 'p50', 'p99', 'max', 'errors', 'missing'],
+    [row('alone', r.alone), row('during the pass', r.during)],
+  )}\n\np99 during the pass over p99 alone: ${ratio(r.p99Ratio)}.`;
+}
+
 /** Every number in `value`, by its path: the table of a benchmark nothing here knows. */
 export function generic(value) {
   const rows = [];
@@ -545,4 +562,5 @@ export const RENDERERS = {
   latency,
   'slow-endpoints': slowEndpoints,
   history,
+  retention,
 };

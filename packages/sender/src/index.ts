@@ -16,6 +16,8 @@ export type { WorkerLogger } from './delivery/logger.js';
 export type { AttemptOutcomeLabel, DeliveryMetrics } from './delivery/metrics.js';
 export { ATTEMPT_OUTCOMES, createDeliveryMetrics, outcomeLabel } from './delivery/metrics.js';
 export { signedPayload, writeEvent } from './delivery/outbox.js';
+export type { Retention, RetentionOptions, RetentionReport, RetentionTable } from './delivery/retention.js';
+export { createRetention, RETENTION_TABLES, retentionHorizon } from './delivery/retention.js';
 export type { RetryAfter } from './delivery/retry-after.js';
 export { parseHttpDate, parseRetryAfter, retryAfterTime } from './delivery/retry-after.js';
 export type { FailedAttempt } from './delivery/schedule.js';

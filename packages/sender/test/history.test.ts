@@ -222,6 +222,9 @@ describe.each(['postgres', 'pglite'] as const)(
         'payment.session.succeeded',
       ]);
       await call('GET', `/events?payment_id=${seeded.newestPaymentId}`);
+    // The list, its first page and one further on.
+    const first = await call('GET', '/events?limit=100');
+    await call('GET', `/events?limit=100&after=${first.pagination.after}`);
       const stats = await call('GET', `/webhook-endpoints/${seeded.endpointId}/stats?window=7d`);
       expect(
         stats.data.buckets.reduce((n: number, b: { attempts: number }) => n + b.attempts, 0),

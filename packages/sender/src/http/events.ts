@@ -109,11 +109,14 @@ const RedeliverSince = Type.Object(
 /** An event's delivery status, from its deliveries (see `delivery_status` in the schema). */
 // A listener's deliveries (`cli:<id>`, what a developer's machine did) are shown with the others
 // but never make an event failed or delivered.
-const deliveryStatus = sql<DeliveryStatus>`case
-  when exists (select 1 from deliveries d where d.event_id = events.id and d.status = 'pending') then 'pending'
-  when exists (select 1 from deliveries d where d.event_id = events.id and d.status = 'failed' and d.superseded_by is null and ${isWebhookUrl('d.url')}) then 'failed'
-  when exists (select 1 from deliveries d where d.event_id = events.id and ${isWebhookUrl('d.url')}) then 'delivered'
-  else 'none' end`;
+// One aggregate over the event's deliveries, looked up by event: three EXISTS became hashed
+// subplans, each a scan of every delivery (163 ms a page with 6,000,000 of them).
+const deliveryStatus = sql<DeliveryStatus>`(select case
+    when bool_or(d.status = 'pending') then 'pending'
+    when bool_or(d.status = 'failed' and d.superseded_by is null and ${isWebhookUrl('d.url')}) then 'failed'
+    when bool_or(${isWebhookUrl('d.url')}) then 'delivered'
+    else 'none' end
+  from deliveries d where d.event_id = events.id)`;
 
 interface EventRow {
   id: string;
