@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { type RawBuilder, sql } from 'kysely';
 import { silentLogger, type WorkerLogger } from '../logger.js';
 import type { Database } from './database.js';
+import { oneAtATime } from './one-at-a-time.js';
 
 // autovacuum's own defaults (PostgreSQL's `autovacuum_*` settings): a table is vacuumed once its
 // dead rows, or its rows inserted since the last vacuum, pass threshold + scale x its row count,
@@ -103,8 +104,6 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
   const now = options.now ?? (() => new Date());
   const active = database.kind === 'pglite';
   let timer: NodeJS.Timeout | undefined;
-  /** The pass running or queued last, settled either way (its outcome goes to its caller). */
-  let running: Promise<void> | undefined;
   let stopping = false;
   let lastPrune = Number.NEGATIVE_INFINITY;
 
@@ -187,29 +186,15 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
     return report;
   }
 
-  function run(): Promise<MaintenanceReport> {
-    const previous = running;
-    const next = (async () => {
-      await previous;
-      return pass();
-    })();
-    const settled: Promise<void> = next.then(
-      () => {},
-      () => {},
-    );
-    running = settled;
-    void settled.then(() => {
-      if (running === settled) running = undefined;
-    });
-    return next;
-  }
+  const passes = oneAtATime(pass);
+  const run = passes.run;
 
   return {
     start() {
       if (!active || intervalMs === 0 || timer !== undefined || stopping) return;
       timer = setInterval(() => {
         // A pass that outlasts the interval is not queued behind: the next tick looks again.
-        if (running !== undefined) return;
+        if (passes.busy() !== undefined) return;
         run().catch((error: unknown) => log.error({ err: error }, 'database maintenance failed'));
       }, intervalMs);
       timer.unref();
@@ -218,7 +203,7 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
     async stop() {
       stopping = true;
       clearInterval(timer);
-      await running;
+      await passes.busy();
     },
   };
 }

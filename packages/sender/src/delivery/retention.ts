@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Database } from '../db/database.js';
+import { oneAtATime } from '../db/one-at-a-time.js';
 import { silentLogger, type WorkerLogger } from '../logger.js';
 import { type HistoryCursor, removeEventBatch, removeExpired } from './sql/remove-history.js';
 
@@ -150,7 +151,6 @@ export function createRetention(options: RetentionOptions): Retention {
   const log = options.logger ?? silentLogger;
   const now = options.now ?? (() => new Date());
   let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
   let stopping = false;
   /** Ends the pause between two batches at once (on stop). */
   let wake: (() => void) | undefined;
@@ -260,26 +260,12 @@ export function createRetention(options: RetentionOptions): Retention {
     return report;
   }
 
-  function run(): Promise<RetentionReport> {
-    const previous = running;
-    const next = (async () => {
-      await previous;
-      return observed();
-    })();
-    const settled: Promise<void> = next.then(
-      () => {},
-      () => {},
-    );
-    running = settled;
-    void settled.then(() => {
-      if (running === settled) running = undefined;
-    });
-    return next;
-  }
+  const passes = oneAtATime(observed);
+  const run = passes.run;
 
   const tick = () => {
     // A pass that outlasts the interval is not queued behind: the next tick looks again.
-    if (running !== undefined || stopping || database.health.state === 'down') return;
+    if (passes.busy() !== undefined || stopping || database.health.state === 'down') return;
     run().catch((error: unknown) => log.error({ err: error }, 'retention pass failed'));
   };
 
@@ -299,7 +285,7 @@ export function createRetention(options: RetentionOptions): Retention {
       clearTimeout(timer);
       clearInterval(timer);
       wake?.();
-      await running;
+      await passes.busy();
     },
   };
 }
