@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { addHistograms, HISTOGRAM_BUCKETS, histogramQuantile } from '../db/attempt-hours.js';
-import type { Db } from '../db/schema.js';
+import type { Db, EndpointAttemptHoursTable } from '../db/schema.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -15,17 +15,8 @@ export interface AttemptCounts {
   lastError: { at: Date; statusCode: number | null; code: string; message: string } | null;
 }
 
-interface HourRow {
-  endpoint_id: string;
-  hour: Date;
-  attempts: number;
-  succeeded: number;
-  latency_histogram: number[];
-  last_error_at: Date | null;
-  last_error_status: number | null;
-  last_error_code: string | null;
-  last_error_message: string | null;
-}
+/** A row of `endpoint_attempt_hours`. */
+type HourRow = EndpointAttemptHoursTable;
 
 /** A running sum of hour rows. */
 class Tally {
