@@ -203,7 +203,9 @@ describe.each(['pglite', 'postgres'] as const)(
       const all = await call('POST', `/webhook-endpoints/${id}/recover`, { since: since.toISOString() });
       expect(all.body.data.queued).toBeGreaterThanOrEqual(2);
       expect((await rowsOf(id)).filter((r) => r.event_id === event)).toHaveLength(2);
-      expect((await rowsOf(id)).filter((r) => r.event_id === leftOut).map((r) => r.status)).toEqual(['pending']);
+      expect((await rowsOf(id)).filter((r) => r.event_id === leftOut).map((r) => r.status)).toEqual([
+        'pending',
+      ]);
     });
 
     it('recovers each event once when recoveries of one endpoint run at the same time', async () => {

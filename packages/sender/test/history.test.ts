@@ -222,9 +222,9 @@ describe.each(['postgres', 'pglite'] as const)(
         'payment.session.succeeded',
       ]);
       await call('GET', `/events?payment_id=${seeded.newestPaymentId}`);
-    // The list, its first page and one further on.
-    const first = await call('GET', '/events?limit=100');
-    await call('GET', `/events?limit=100&after=${first.pagination.after}`);
+      // The list, its first page and one further on.
+      const first = await call('GET', '/events?limit=100');
+      await call('GET', `/events?limit=100&after=${first.pagination.after}`);
       const stats = await call('GET', `/webhook-endpoints/${seeded.endpointId}/stats?window=7d`);
       expect(
         stats.data.buckets.reduce((n: number, b: { attempts: number }) => n + b.attempts, 0),
@@ -244,8 +244,8 @@ describe.each(['postgres', 'pglite'] as const)(
       const found = await explainAll(db, statements.seen);
       expect(found.length).toBeGreaterThan(10);
       // The hourly counts may be scanned where the table is small: their size is the endpoints'
-    // hours, not the traffic, and the bound below holds them too.
-    expect(found.filter((s) => s.type === 'Seq Scan' && s.table !== 'endpoint_attempt_hours')).toEqual([]);
+      // hours, not the traffic, and the bound below holds them too.
+      expect(found.filter((s) => s.type === 'Seq Scan' && s.table !== 'endpoint_attempt_hours')).toEqual([]);
       expect(found.filter((s) => s.read > ROWS_READ_BOUND)).toEqual([]);
     });
   },

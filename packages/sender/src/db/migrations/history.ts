@@ -66,7 +66,9 @@ export const historyMigrations: Record<string, Migration> = {
         .addPrimaryKeyConstraint('endpoint_history_pkey', ['endpoint_id', 'at'])
         .execute();
       await sql`insert into endpoint_history (endpoint_id, at, status, enabled_events)
-        select id, greatest(created_at, updated_at), status, enabled_events from webhook_endpoints`.execute(db);
+        select id, greatest(created_at, updated_at), status, enabled_events from webhook_endpoints`.execute(
+        db,
+      );
       await sql`create function payhook_endpoint_history() returns trigger language plpgsql as $$
         begin
           if tg_op = 'INSERT' or new.status is distinct from old.status

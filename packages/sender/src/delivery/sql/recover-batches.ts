@@ -69,7 +69,7 @@ const ofEndpoint = (alias: string, endpointId: string) =>
     and ${isWebhookUrl(`${alias}.url`)}))`;
 
 /** The event `alias` is in the window, and of a type the endpoint takes. */
-const inWindow = (alias: string, endpoint: RecoveredEndpoint, window: RecoverWindow) =>
+const inWindow = (alias: string, window: RecoverWindow) =>
   sql`${sql.ref(`${alias}.created_at`)} >= ${window.since} and ${sql.ref(`${alias}.created_at`)} < ${window.until}
     and ${endpointTakesSql('ep', sql.ref(`${alias}.type`))}`;
 
@@ -97,7 +97,7 @@ export async function resumeHeld(
       from held h, events e, webhook_endpoints ep
       where d.id = h.id and e.id = d.event_id and ep.id = ${endpoint.id}::uuid
         and d.attempts = 0 and d.claim_token is null
-        and ${inWindow('e', endpoint, window)}
+        and ${inWindow('e', window)}
         and not exists (select 1 from deliveries o where o.event_id = d.event_id and o.id <> d.id
           and ${ofEndpoint('o', endpoint.id)} and (o.status = 'delivered' or (o.status = 'pending' and o.attempts > 0)))
       returning d.id
@@ -146,7 +146,7 @@ export async function replaceFailed(
       from failed f
       join events e on e.id = f.event_id
       join webhook_endpoints ep on ep.id = ${endpoint.id}::uuid
-      where ${inWindow('e', endpoint, window)}
+      where ${inWindow('e', window)}
         and not exists (select 1 from deliveries o where o.event_id = f.event_id
           and ${ofEndpoint('o', endpoint.id)} and o.status in ('delivered', 'pending'))
       group by f.event_id
