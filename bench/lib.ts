@@ -91,9 +91,14 @@ export function printTable(header: string[], rows: string[][]): void {
   for (const r of rows) console.log(line(r));
 }
 
-/** Writes a benchmark's results as JSON under bench/results/. */
+/**
+ * Writes a benchmark's results as JSON under bench/results/, or under `BENCH_RESULTS_DIR` when
+ * set (the tests that run a benchmark at a small size, which must not replace the figures).
+ */
 export function writeResults(name: string, data: unknown): string {
-  const dir = fileURLToPath(new URL('./results/', import.meta.url));
+  const dir = process.env.BENCH_RESULTS_DIR
+    ? `${process.env.BENCH_RESULTS_DIR.replace(/\/$/, '')}/`
+    : fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(dir, { recursive: true });
   const file = `${dir}${name}.json`;
   const meta = {
