@@ -1,7 +1,7 @@
 // The signing secrets of endpoints that have their own (made through /webhook-endpoints): a
 // `whsec_` secret for v1, a `whsk_` key with its `whpk_` public key for v1a, rotated with the
 // rule of the business-wide secrets (signing/secret-set.ts): an overlap of up to 7 days, at most
-// 5 valid at once (docs/decisions.md, "Secrets per endpoint").
+// 5 valid at once (docs/decisions.md, "A secret per endpoint").
 import { generateSigningKeyPair, generateSigningSecret } from '@payhook/core';
 import type { Transaction } from 'kysely';
 import type { Db, Schema } from '../db/schema.js';

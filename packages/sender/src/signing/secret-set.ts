@@ -2,7 +2,7 @@
 // mode (signing_secrets) and an endpoint with secrets of its own (endpoint_signing_secrets). An
 // owner has one current secret and up to MAX_VALID_SECRETS - 1 previous ones, each valid until
 // its expires_at; a rotation makes a new current secret and leaves the old one valid for the
-// overlap asked (docs/decisions.md, "Signatures beside the checksum", "Secrets per endpoint").
+// overlap asked (docs/decisions.md, "Signatures beside the checksum", "A secret per endpoint").
 import { type RawBuilder, sql, type Transaction } from 'kysely';
 import type { Db, Schema } from '../db/schema.js';
 

@@ -340,9 +340,9 @@ export const initialMigrations: Record<string, Migration> = {
       // An endpoint's current run of failed attempts, kept by the attempt-record statement: a row
       // only while every attempt since `failing_since` failed (a delivered attempt deletes it).
       // The sweeper warns at 50, 75 and 90 % of the period (`warned`, the highest logged) and
-      // disables the endpoint at its end (docs/decisions.md, "Disabling a failing endpoint"). No
-      // foreign key: the record statement must never fail on an endpoint deleted meanwhile; the
-      // sweeper forgets the runs of endpoints that are gone.
+      // disables the endpoint at its end (docs/decisions.md, "A run of failures is kept by the
+      // attempt-record statement"). No foreign key: the record statement must never fail on an
+      // endpoint deleted meanwhile; the sweeper forgets the runs of endpoints that are gone.
       await db.schema
         .createTable('endpoint_failures')
         .addColumn('endpoint_id', 'uuid', (c) => c.primaryKey())
