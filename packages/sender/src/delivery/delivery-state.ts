@@ -1,6 +1,9 @@
 /**
  * The life of a delivery (a row of `deliveries`: one event to one URL). Each transition is one
- * statement under `./sql/`, in the file named after it; nothing else writes the table.
+ * statement under `./sql/`, in the file named after it, with two exceptions outside the delivery
+ * layer: deleting an endpoint fails its pending deliveries (`endpoints/store.ts`,
+ * `endpoint_deleted`: nothing could sign them), and `payhook listen`'s reports insert finished
+ * deliveries to `cli:` destinations (`listen/record.ts`), which no worker claims.
  *
  * ```text
  *                write-event (with its event) | insert-deliveries (a redelivery)
@@ -29,6 +32,13 @@
  *    redelivery (lock-failed-deliveries picks the failures of a time window):            |
  *    insert-deliveries makes a new PENDING row, then supersede-event-failures or         |
  *    supersede-deliveries sets superseded_by on the FAILED one <-------------------------+
+ *    (a recovery, recover-batches, does the same for an endpoint's failures)
+ *
+ *    HELD: a PENDING row of a disabled endpoint, moved past every claim's walk by
+ *    held-deliveries (due at HELD_UNTIL); enabling the endpoint, or a recovery
+ *    (recover-batches), makes it due again.
+ *    GONE: remove-history deletes DELIVERED and FAILED rows with their event past the
+ *    retention horizon; a PENDING row is never removed.
  * ```
  *
  * One move leaves a row unclaimed: claim-deliveries paces the due rows it reads of a URL that holds
