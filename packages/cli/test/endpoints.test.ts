@@ -220,7 +220,11 @@ describe('payhook endpoints, and the settings payhook serve prints', { timeout: 
       );
       await new Promise((resolve) => setTimeout(resolve, 1500));
       expect(receiver.handled).toEqual([]);
-      expect((await endpoints('enable', receiver.url)).code).toBe(0);
+      const enabled = await endpoints('enable', receiver.url);
+      expect(enabled.code, enabled.stderr).toBe(0);
+      expect(enabled.stdout).toBe(
+        `Enabled ${receiver.url}: the deliveries held while it was disabled resume, each with a fresh 48 hours. The events made while it was disabled are not sent to it unless recovered: payhook endpoints recover ${receiver.url} --since <when> (<when>: when it was disabled, an ISO 8601 time or 30m, 12h, 3d ago; at most 14 days back).\n`,
+      );
       await expect.poll(() => receiver.handled, { timeout: 30_000 }).toEqual(['payment.session.created']);
       // Delivered: nothing left to recover.
       const json = JSON.parse((await endpoints('recover', receiver.url, '--since', '1h', '--json')).stdout);

@@ -29,9 +29,10 @@ sender, through its /webhook-endpoints API. add makes an endpoint (a URL that ha
 left as it is) signed with the business's secrets, the ones \`payhook serve\` prints; with
 --scheme v1a it gets its own Ed25519 key pair instead, and add prints the public key for the
 receiver's signingPublicKeys. list shows each endpoint's id, status, events and URL, remove deletes one, disable
-stops every attempt to it (its pending deliveries are kept), enable turns it on again (they
-resume), and recover sends it again every failed or never-attempted delivery of the events made
-in a window (at most 14 days back), each with a fresh 48 hours. An endpoint is named by its id
+stops every attempt to it (its pending deliveries are kept), enable turns it on again (the
+kept deliveries resume; the events made while it was disabled are sent only if recovered), and
+recover sends it again every failed or never-attempted delivery of the events made in a window
+(at most 14 days back), each with a fresh 48 hours. An endpoint is named by its id
 or its URL. The sender checks a URL when it is added: the service delivers to public addresses
 only, and \`payhook serve --allow-private-webhooks\` lets a sandbox deliver to your own machine
 (localhost). A URL without a scheme is taken as http:// (localhost:3000/webhooks), a bare port as
@@ -264,7 +265,9 @@ async function act(resource: WebhookEndpoints, request: Request, io: Io): Promis
   else if (endpoint.status === after.status && endpoint.disabled_reason === after.disabled_reason) {
     say(`${after.url} is ${after.status} already: nothing changed.`);
   } else if (status === 'enabled') {
-    say(`Enabled ${after.url}: its kept deliveries resume, each with a fresh 48 hours.`);
+    say(
+      `Enabled ${after.url}: the deliveries held while it was disabled resume, each with a fresh 48 hours. The events made while it was disabled are not sent to it unless recovered: ${commandLine(`endpoints recover ${after.url} --since <when>`, io.env)} (<when>: when it was disabled, an ISO 8601 time or 30m, 12h, 3d ago; at most 14 days back).`,
+    );
   } else {
     say(`Disabled ${after.url}: nothing is sent to it until it is enabled; its pending deliveries are kept.`);
   }
