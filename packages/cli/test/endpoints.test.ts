@@ -69,7 +69,7 @@ describe('payhook endpoints, and the settings payhook serve prints', { timeout: 
       expect(added.code, added.stderr).toBe(0);
       expect(added.stdout).toMatch(
         new RegExp(
-          `^Added ${receiver.url}\\.\nThe sender delivers to this endpoint:\n  ID +STATUS +EVENTS +URL\n  [0-9a-f-]{36}  enabled  \\*  +${receiver.url}\n$`,
+          `^Added ${receiver.url}\\.\nThe sender delivers to this endpoint:\n  ID +STATUS +SCHEME +EVENTS +URL\n  [0-9a-f-]{36}  enabled  v1 {6}\\*  +${receiver.url}\n$`,
         ),
       );
 
@@ -157,9 +157,16 @@ describe('payhook endpoints, and the settings payhook serve prints', { timeout: 
     ]);
     const table = (await endpoints('list')).stdout.split('\n');
     expect(table[0]).toBe('The sender delivers to these 3 endpoints:');
-    expect(table[1]).toMatch(/^ {2}ID +STATUS +EVENTS +URL$/);
+    expect(table[1]).toMatch(/^ {2}ID +STATUS +SCHEME +EVENTS +URL +DESCRIPTION$/);
+    // A column as wide as its widest cell; the description last, nothing after an empty one.
+    expect(table[2]).toMatch(
+      /^ {2}[0-9a-f-]{36} {2}enabled {2}v1 {6}\* {49}http:\/\/localhost:3001\/webhooks$/,
+    );
     expect(table[3]).toMatch(
-      /^ {2}[0-9a-f-]{36} {2}enabled {2}payment\.session\.succeeded,payment\.session\.failed {2}http:\/\/127\.0\.0\.1:3002\/hooks$/,
+      /^ {2}[0-9a-f-]{36} {2}enabled {2}v1 {6}payment\.session\.succeeded,payment\.session\.failed {2}http:\/\/127\.0\.0\.1:3002\/hooks {5}orders$/,
+    );
+    expect(table[4]).toMatch(
+      /^ {2}[0-9a-f-]{36} {2}enabled {2}v1a {5}\* {49}http:\/\/127\.0\.0\.1:3003\/ed$/,
     );
     expect((await settingsOf(key)).data.require_mfa).toBe(true);
 

@@ -28,13 +28,14 @@ The webhook endpoints of the API key's business (in the key's mode: test or live
 sender, through its /webhook-endpoints API. add makes an endpoint (a URL that has one already is
 left as it is) signed with the business's secrets, the ones \`payhook serve\` prints; with
 --scheme v1a it gets its own Ed25519 key pair instead, and add prints the public key for the
-receiver's signingPublicKeys. list shows each endpoint's id, status, events and URL, remove deletes one, disable
-stops every attempt to it (its pending deliveries are kept), enable turns it on again (the
-kept deliveries resume; the events made while it was disabled are sent only if recovered), and
-recover sends it again every failed or never-attempted delivery of the events made in a window
-(at most 14 days back), each with a fresh 48 hours. An endpoint is named by its id
-or its URL. The sender checks a URL when it is added: the service delivers to public addresses
-only, and \`payhook serve --allow-private-webhooks\` lets a sandbox deliver to your own machine
+receiver's signingPublicKeys. list shows each endpoint's id, status, signature scheme (v1 or
+v1a), events, URL and description; remove deletes one, disable stops every attempt to it (its
+pending deliveries are kept), enable turns it on again (the kept deliveries resume; the events
+made while it was disabled are sent only if recovered), and recover sends it again every failed
+or never-attempted delivery of the events made in a window (at most 14 days back), each with a
+fresh 48 hours. An endpoint is named by its id or its URL. The sender checks a URL when it is
+added: the service delivers to public addresses only, and
+\`payhook serve --allow-private-webhooks\` lets a sandbox deliver to your own machine
 (localhost). A URL without a scheme is taken as http:// (localhost:3000/webhooks), a bare port as
 http://localhost (3000).
 
@@ -172,15 +173,27 @@ function statusOf(e: Endpoint): string {
   return e.failure?.warning ? `enabled (failing ${e.failure.warning}%)` : 'enabled';
 }
 
-/** The endpoints as aligned columns: id, status, events, URL. */
+/**
+ * The endpoints as aligned columns: id, status, signature scheme (v1 or v1a), events, URL and,
+ * last, the description (a free text of any length), when any endpoint has one.
+ */
 function table(list: readonly Endpoint[]): string[] {
+  const described = list.some((e) => e.description);
   const rows = [
-    ['ID', 'STATUS', 'EVENTS', 'URL'],
-    ...list.map((e) => [e.id, statusOf(e), eventsOf(e), e.url]),
+    ['ID', 'STATUS', 'SCHEME', 'EVENTS', 'URL', ...(described ? ['DESCRIPTION'] : [])],
+    ...list.map((e) => [
+      e.id,
+      statusOf(e),
+      e.signature_scheme,
+      eventsOf(e),
+      e.url,
+      ...(described ? [e.description ?? ''] : []),
+    ]),
   ];
-  const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => (r[i] as string).length)));
-  return rows.map(
-    (r) => `  ${r.map((cell, i) => (i < 3 ? cell.padEnd(widths[i] as number) : cell)).join('  ')}`,
+  const last = (rows[0] as string[]).length - 1;
+  const widths = (rows[0] as string[]).map((_, i) => Math.max(...rows.map((r) => (r[i] as string).length)));
+  return rows.map((r) =>
+    `  ${r.map((cell, i) => (i < last ? cell.padEnd(widths[i] as number) : cell)).join('  ')}`.trimEnd(),
   );
 }
 
