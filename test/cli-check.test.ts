@@ -29,7 +29,7 @@ const run = promisify(execFile);
 
 interface Report {
   passed: boolean;
-  cases: { name: string; ok: boolean; status: number | null; detail: string }[];
+  cases: { name: string; ok: boolean; status: number | null; code: string | null; detail: string }[];
 }
 
 async function check(
@@ -162,6 +162,34 @@ describe('payhook check', { timeout: 60_000 }, () => {
     expect(lines[0]).toMatch(/^PASS {2}valid event +expected 200, got 200 \(\d+ ms\)$/);
     expect(lines[2]).toMatch(/^PASS {2}forged checksum +expected a 4xx refusal, got 401 \(\d+ ms\)$/);
     expect(lines.at(-1)).toBe('11 of 11 cases pass.');
+  });
+
+  it("names the receiver's error code on a case it refused: a receiver that requires signatures, checked without --secret", async () => {
+    const app = await ADAPTER_APPS[0]?.start(
+      createReceiver({
+        businessIds: [BIZ],
+        signingSecrets: [generateSigningSecret()],
+        allowedIps: ['127.0.0.1', '::1'],
+        logger: silentLogger,
+      }),
+    );
+    if (!app) throw new Error('no adapter');
+    closers.push(() => app.close());
+    const result = await check(`${app.url}/webhooks`, '--json');
+    expect(result.code).toBe(1);
+    expect(result.report?.cases[0]).toMatchObject({
+      name: 'valid event',
+      ok: false,
+      status: 401,
+      code: 'signature_required',
+    });
+    const text = await check(`${app.url}/webhooks`);
+    const lines = text.stdout.split('\n');
+    expect(lines[0]).toMatch(
+      /^FAIL {2}valid event +expected 200, got 401 signature_required \(\d+ ms\): the receiver refused an authentic event/,
+    );
+    // A refusal that passes keeps its line short.
+    expect(lines[2]).toMatch(/^PASS {2}forged checksum +expected a 4xx refusal, got 401 \(\d+ ms\)$/);
   });
 
   it('catches a receiver that verifies nothing', async () => {

@@ -7,6 +7,8 @@ export interface CaseResult {
   expected: '200' | '4xx';
   /** The status answered; null when none came (time-out, connection closed). */
   status: number | null;
+  /** The receiver's error code, from a JSON body `{"error":{"code":...}}` (payhook's receivers answer one); null otherwise. */
+  code: string | null;
   latencyMs: number;
   ok: boolean;
   /** Why it failed (empty when it passed). */
@@ -28,6 +30,16 @@ const UNREACHABLE = new Set([
   'bad port',
 ]);
 
+/** `error.code` of a JSON body `{"error":{"code":"..."}}`, or null for any other body. */
+export function errorCodeOf(body: string): string | null {
+  try {
+    const code = (JSON.parse(body) as { error?: { code?: unknown } } | null)?.error?.code;
+    return typeof code === 'string' && code !== '' ? code : null;
+  } catch {
+    return null;
+  }
+}
+
 const cause = (error: unknown) =>
   (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message ?? String(error);
 
@@ -46,6 +58,7 @@ export async function runCases(
     const expected = c.expected === 'accept' ? '200' : '4xx';
     const t0 = performance.now();
     let status: number | null = null;
+    let code: string | null = null;
     let detail = '';
     try {
       const response = await fetch(url, {
@@ -55,18 +68,19 @@ export async function runCases(
         redirect: 'manual',
         signal: AbortSignal.timeout(timeoutMs),
       });
-      await response.arrayBuffer();
+      const body = await response.text();
       status = response.status;
+      code = errorCodeOf(body);
     } catch (error) {
       const name = (error as Error).name;
-      const code = cause(error);
-      if (results.length === 0 && UNREACHABLE.has(code)) {
-        throw new UnreachableError(`cannot reach ${url}: ${code}`);
+      const reason = cause(error);
+      if (results.length === 0 && UNREACHABLE.has(reason)) {
+        throw new UnreachableError(`cannot reach ${url}: ${reason}`);
       }
       detail =
         name === 'TimeoutError'
           ? `no answer within ${timeoutMs} ms (the sender gives up after 15 s and retries)`
-          : `no answer: ${code}`;
+          : `no answer: ${reason}`;
     }
     const latencyMs = Math.round(performance.now() - t0);
     let ok = false;
@@ -90,7 +104,7 @@ export async function runCases(
         }
       }
     }
-    results.push({ name: c.name, expected, status, latencyMs, ok, detail });
+    results.push({ name: c.name, expected, status, code, latencyMs, ok, detail });
   }
   return results;
 }

@@ -36,7 +36,9 @@ correct receiver must answer and what yours did: whatever language it is written
   missing signature              4xx
 
 A refusal must be a 4xx: a 5xx makes the sender retry for 48 hours, a 2xx accepts a forgery.
-Only 200 counts as delivered. Any answer slower than --timeout (the sender's 15 s) fails.
+Only 200 counts as delivered. Any answer slower than --timeout (the sender's 15 s) fails. A
+failed case names the receiver's error code when its answer is JSON {"error":{"code":...}}, as
+payhook's receivers answer (got 401 signature_required); --json gives it for every case (code).
 With --secret every request but the signature cases carries a valid signature, forgeries
 included, so that only the checksum can refuse those. The events are test payments: point it
 at a test or staging receiver (valid events are handled).
@@ -100,7 +102,8 @@ Examples:
       const width = Math.max(...results.map((r) => r.name.length));
       for (const r of results) {
         const verdict = r.ok ? paint.green('PASS') : paint.red('FAIL');
-        const got = r.status === null ? 'no answer' : `got ${r.status}`;
+        // A failed case names the receiver's error code: what it refused the request for.
+        const got = r.status === null ? 'no answer' : `got ${r.status}${!r.ok && r.code ? ` ${r.code}` : ''}`;
         const expected = r.expected === '200' ? 'expected 200' : 'expected a 4xx refusal';
         io.stdout.write(
           `${verdict}  ${r.name.padEnd(width)}  ${expected}, ${got} (${r.latencyMs} ms)${r.ok ? '' : `: ${r.detail}`}\n`,
