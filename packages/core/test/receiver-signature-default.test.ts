@@ -4,6 +4,7 @@ import {
   generateSigningSecret,
   type Logger,
   type ReceiverOptions,
+  signWebhookV1a,
 } from '@payhook/core';
 import { createTestEvent, createTestRequest } from '@payhook/core/testing';
 import { describe, expect, it } from 'vitest';
@@ -133,5 +134,76 @@ describe('a receiver with signing keys requires a signature by default', () => {
     expect(() => createReceiver({ ...base, allowUnsigned: 'yes' as unknown as boolean })).toThrow(
       /Invalid allowUnsigned: expected a boolean/,
     );
+  });
+});
+
+describe('the log line of a refused event names the option to check', () => {
+  /** Sends one request to a receiver with `options`; resolves to the answer's code and the warnings. */
+  async function refused(
+    options: Partial<ReceiverOptions>,
+    sign: (body: string) => Record<string, string>,
+    businessId = BIZ,
+  ) {
+    const logger = recordingLogger();
+    const receiver = createReceiver({
+      businessIds: [BIZ],
+      recoveryIntervalMs: 0,
+      logger,
+      allowAnyIp: true,
+      ...options,
+    });
+    const { body } = createTestRequest(createTestEvent('payment.session.succeeded', businessId));
+    const result = await receiver.handle({
+      method: 'POST',
+      contentType: 'application/json',
+      remoteAddress: '203.0.113.7',
+      headers: { 'content-type': 'application/json', ...sign(body) },
+      rawBody: body,
+    });
+    await receiver.close();
+    return { code: (result.body as { error?: { code: string } }).error?.code, warnings: logger.warnings };
+  }
+  const v1 = (secret: string) => (body: string) => createTestRequest(body, { secrets: [secret] }).headers;
+  const v1a = (secretKey: string) => (body: string) =>
+    signWebhookV1a({ id: 'evt_log_hint', body, secretKeys: [secretKey] }) as unknown as Record<
+      string,
+      string
+    >;
+
+  it('a v1 signature made with another secret: signingSecrets, code unchanged', async () => {
+    const { code, warnings } = await refused({ signingSecrets: [SECRET] }, v1(generateSigningSecret()));
+    expect(code).toBe('invalid_signature');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(
+      /^payhook: event refused: No webhook-signature matches a configured signing secret\. \(check signingSecrets \(the sender's whsec_\.\.\. secret, v1\): after a rotation, add the new one\)$/,
+    );
+    expect(warnings[0]).not.toContain('signingPublicKeys');
+  });
+
+  it('a v1a signature made with another key pair: signingPublicKeys, even on a receiver that has both', async () => {
+    const other = generateSigningKeyPair().secretKey;
+    const { code, warnings } = await refused({ signingPublicKeys: [PAIR.publicKey] }, v1a(other));
+    expect(code).toBe('invalid_signature');
+    expect(warnings[0]).toContain("(check signingPublicKeys (the endpoint's whpk_... public key, v1a)");
+    expect(warnings[0]).not.toContain('signingSecrets');
+    const both = await refused({ signingSecrets: [SECRET], signingPublicKeys: [PAIR.publicKey] }, v1a(other));
+    expect(both.warnings[0]).toContain('check signingPublicKeys');
+    expect(both.warnings[0]).not.toContain('signingSecrets');
+  });
+
+  it('a checksum made with another business id: businessIds', async () => {
+    const { code, warnings } = await refused({}, () => ({}), 'biz_another');
+    expect(code).toBe('invalid_checksum');
+    expect(warnings[0]).toContain(
+      '(check businessIds: the checksum is keyed by the business id the event names)',
+    );
+  });
+
+  it('an address outside the allow-list: allowedIps, with its code', async () => {
+    const { code, warnings } = await refused({ allowAnyIp: false, allowedIps: ['127.0.0.1'] }, () => ({}));
+    expect(code).toBe('ip_not_allowed');
+    expect(warnings).toEqual([
+      'payhook: request from 203.0.113.7, an address outside allowedIps, refused (403 ip_not_allowed): if the sender sends from it, add it (or its range) to allowedIps',
+    ]);
   });
 });

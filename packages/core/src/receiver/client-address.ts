@@ -33,7 +33,10 @@ export function addressRefusal(
   logger: Logger,
 ): PayhookError | undefined {
   if (!clientIp) {
-    logger.warn({}, 'payhook: request refused, its client address is unknown and the allow-list needs one');
+    logger.warn(
+      { code: 'client_address_unknown' },
+      'payhook: request refused, its client address is unknown and allowedIps needs one (500 client_address_unknown)',
+    );
     return new PayhookError(
       'client_address_unknown',
       'The client address of this request is unknown, so the allow-list cannot be checked. Tell the adapter where the platform gives it (@payhook/web: the getClientAddress option, or trustCloudflare behind Cloudflare), or set allowAnyIp if signatures and checksums are enough.',
@@ -41,6 +44,9 @@ export function addressRefusal(
   }
   if (allowList.contains(clientIp)) return undefined;
   const ip = normalizeIp(clientIp);
-  logger.warn({ ip }, 'payhook: request from an address outside the allow-list refused');
+  logger.warn(
+    { ip, code: 'ip_not_allowed' },
+    `payhook: request from ${ip}, an address outside allowedIps, refused (403 ip_not_allowed): if the sender sends from it, add it (or its range) to allowedIps`,
+  );
   return new PayhookError('ip_not_allowed', `Requests from ${ip} are not accepted.`);
 }

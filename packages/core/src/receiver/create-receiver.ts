@@ -16,8 +16,16 @@ import { warnIfUnknownName } from './event-names.js';
 import { resolveReceiverOptions } from './options.js';
 import { tooLarge } from './read-body.js';
 import { checkRequestFields } from './request-fields.js';
+import { refusalLogHint } from './signature-check.js';
 import { type Timer, unref } from './timers.js';
-import type { ErrorInfo, EventHandler, Receiver, ReceiverOptions, ReceiverResult } from './types.js';
+import type {
+  ErrorInfo,
+  EventHandler,
+  Receiver,
+  ReceiverOptions,
+  ReceiverRequest,
+  ReceiverResult,
+} from './types.js';
 import { createWorkQueue, type HandlerRegistry } from './work-queue.js';
 
 // Re-exported here, above createReceiver's doc comment rather than between it and the function:
@@ -122,9 +130,19 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     return { status: error.status, body: error.toJSON() as unknown as Record<string, unknown>, headers };
   };
 
-  /** Refuses a request that failed authentication (signature or checksum), with a warning. */
-  const refuseEvent = (error: PayhookError, clientIp: string | undefined): ReceiverResult => {
-    logger.warn({ code: error.code, ip: normalizeIp(clientIp) }, `payhook: event refused: ${error.message}`);
+  /**
+   * Refuses a request that failed authentication (signature or checksum), with a warning that
+   * names the option to check (signingSecrets, signingPublicKeys or businessIds).
+   */
+  const refuseEvent = (
+    error: PayhookError,
+    clientIp: string | undefined,
+    headers: ReceiverRequest['headers'],
+  ): ReceiverResult => {
+    logger.warn(
+      { code: error.code, ip: normalizeIp(clientIp) },
+      `payhook: event refused: ${error.message}${refusalLogHint(error.code, options, headers)}`,
+    );
     return refuse(error);
   };
 
@@ -233,7 +251,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       );
       // A promise only on Web Crypto: on node:crypto the step stays synchronous.
       if (unsigned instanceof Promise) unsigned = await unsigned;
-      if (unsigned) return refuseEvent(unsigned, clientIp);
+      if (unsigned) return refuseEvent(unsigned, clientIp, request.headers);
       // parseEnvelope and verifyEnvelope are verifyChecksum in two steps, so that the body's text,
       // decoded once, is also what the store keeps.
       let envelope: ParsedEnvelope | undefined;
@@ -255,7 +273,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
             : new PayhookError('malformed_payload', 'The body could not be read.', { cause: error }),
         };
       }
-      if (!verified.ok) return refuseEvent(verified.error, clientIp);
+      if (!verified.ok) return refuseEvent(verified.error, clientIp, request.headers);
       const key = `${verified.businessId}:${verified.payload.checksum.toLowerCase()}`;
       // The body as received, so another instance processes the very bytes that were verified.
       const payload = envelope?.text ?? JSON.stringify(verified.payload);

@@ -128,3 +128,35 @@ export function createSignatureCheck(options: ReceiverOptions, logger: Logger): 
     return verifyWebhookSignatureAsync(received, bytes, verifyOptions).then(verdict);
   };
 }
+
+/**
+ * What the log line of a refused event adds to its message: the receiver option to check, for an
+ * event whose signature or checksum did not verify (the answer's code and message stay as they
+ * are). A signature names `signingSecrets` (v1, `whsec_...`) and/or `signingPublicKeys` (v1a,
+ * Ed25519, `whpk_...`): those the receiver has, narrowed to the schemes the request's
+ * `webhook-signature` lists when it lists any of them. A checksum names `businessIds`, its key.
+ */
+export function refusalLogHint(
+  code: string,
+  options: Pick<ReceiverOptions, 'signingSecrets' | 'signingPublicKeys'>,
+  headers: ReceiverRequest['headers'],
+): string {
+  if (code === 'invalid_checksum') {
+    return ' (check businessIds: the checksum is keyed by the business id the event names)';
+  }
+  if (code !== 'invalid_signature') return '';
+  const configured = {
+    v1: Array.isArray(options.signingSecrets) && options.signingSecrets.length > 0,
+    v1a: Array.isArray(options.signingPublicKeys) && options.signingPublicKeys.length > 0,
+  };
+  const listed = new Set(
+    (readSignatureHeaders(headers ?? {}).signature ?? '').split(' ').map((entry) => entry.split(',')[0]),
+  );
+  const both = { v1: configured.v1 && listed.has('v1'), v1a: configured.v1a && listed.has('v1a') };
+  const named = both.v1 || both.v1a ? both : configured;
+  const names = [
+    named.v1 ? "signingSecrets (the sender's whsec_... secret, v1)" : '',
+    named.v1a ? "signingPublicKeys (the endpoint's whpk_... public key, v1a)" : '',
+  ].filter(Boolean);
+  return names.length > 0 ? ` (check ${names.join(' and ')}: after a rotation, add the new one)` : '';
+}
