@@ -3,10 +3,24 @@ import type { AttemptOutcome } from './attempt-outcome.js';
 /** How often one URL's refusal of one kind is explained in the log: once a minute at most. */
 export const REFUSAL_HINT_INTERVAL_MS = 60_000;
 
+/** What was sent with the refused attempt: its `webhook-signature` and the endpoint it went to. */
+export interface SentSignature {
+  /** The `webhook-signature` header sent: `v1,...` entries (HMAC) or `v1a,...` ones (Ed25519). */
+  signature?: string | undefined;
+  /** The endpoint the delivery was made for; null before endpoints. */
+  endpointId?: string | null;
+}
+
+/** True when the attempt was signed with Ed25519: its `webhook-signature` lists `v1a,` entries. */
+const signedV1a = (sent: SentSignature | undefined) =>
+  (sent?.signature ?? '').split(' ').some((entry) => entry.startsWith('v1a,'));
+
 /**
  * What a receiver's 401 or 403 most likely means, in words a developer can act on: a payhook
  * receiver (or one speaking its error codes) names the proof it refused in its body's `error.code`.
- * Undefined for any other answer.
+ * A refused signature of an endpoint that signs with Ed25519 (v1a, seen in `sent.signature`)
+ * points at the endpoint's `whpk_` public key, which the receiver verifies with; any other at the
+ * business's signing secret. Undefined for any other answer.
  *
  * @example
  * ```ts
@@ -14,7 +28,11 @@ export const REFUSAL_HINT_INTERVAL_MS = 60_000;
  * // 'checksum refused: is the receiver using business id biz_1?'
  * ```
  */
-export function refusalHint(outcome: AttemptOutcome, businessId: string): string | undefined {
+export function refusalHint(
+  outcome: AttemptOutcome,
+  businessId: string,
+  sent?: SentSignature,
+): string | undefined {
   if ((outcome.statusCode !== 401 && outcome.statusCode !== 403) || !outcome.responseBody) return undefined;
   let code: unknown;
   try {
@@ -27,6 +45,12 @@ export function refusalHint(outcome: AttemptOutcome, businessId: string): string
       return `checksum refused: is the receiver using business id ${businessId}?`;
     case 'invalid_signature':
     case 'signature_required':
+      if (signedV1a(sent)) {
+        const where = sent?.endpointId
+          ? `GET /webhook-endpoints/${sent.endpointId}/signing-secrets`
+          : 'GET /webhook-endpoints/{id}/signing-secrets';
+        return `signature refused (${code}): this endpoint signs with Ed25519 (v1a), not the business's secret: is the receiver's signingPublicKeys this endpoint's current whpk_ public key (${where}; after a rotation, the new one)?`;
+      }
       return `signature refused (${code}): is the receiver using this business's current signing secret (GET /accounts/signing-secrets)?`;
     case 'signature_timestamp_out_of_tolerance':
       return "signature timestamp refused: is the receiver's clock (or this sender's) set right?";

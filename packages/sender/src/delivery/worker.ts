@@ -191,7 +191,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     span.end(outcome);
     const saturated = held.saturated(claim.url);
     urlConcurrency.answered(claim.url, { ...outcome, sentAt, saturated, endpointId: claim.endpoint_id });
-    const hint = outcome.ok ? undefined : refusalHint(outcome, claim.business_id);
+    const sent = { signature: signature['webhook-signature'], endpointId: claim.endpoint_id };
+    const hint = outcome.ok ? undefined : refusalHint(outcome, claim.business_id, sent);
     if (hint && hintDue(claim.url, hint)) {
       log.warn(
         { url: claim.url, event: claim.event_id, status: outcome.statusCode },
