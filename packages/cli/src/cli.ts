@@ -6,13 +6,26 @@ import { endpoints } from './commands/endpoints.js';
 import { init } from './commands/init.js';
 import { keys } from './commands/keys.js';
 import { listen } from './commands/listen.js';
+import { rotate } from './commands/rotate.js';
 import { serve } from './commands/serve.js';
 import { sign } from './commands/sign.js';
 import { trigger } from './commands/trigger.js';
 import { verify } from './commands/verify.js';
 import { commandLine } from './invocation.js';
 
-const COMMANDS: Command[] = [demo, init, serve, endpoints, trigger, listen, check, sign, verify, keys];
+const COMMANDS: Command[] = [
+  demo,
+  init,
+  serve,
+  endpoints,
+  rotate,
+  trigger,
+  listen,
+  check,
+  sign,
+  verify,
+  keys,
+];
 
 const HELP = `payhook: the webhook toolkit of the payment collection and payouts service
 

@@ -19,6 +19,8 @@ export interface EndpointSecret {
   secret?: string;
   public_key?: string;
   current: boolean;
+  /** When a previous one stops being signed with and accepted; null for the current one. */
+  expires_at?: string | null;
 }
 
 interface Settings {
@@ -59,6 +61,12 @@ export interface WebhookEndpoints {
   remove(endpoint: Endpoint): Promise<Endpoint[]>;
   /** Enables or disables an endpoint; resolves to it as it is after. */
   setStatus(endpoint: Endpoint, status: 'enabled' | 'disabled'): Promise<Endpoint>;
+  /**
+   * Rotates an endpoint's own secret (its key pair for v1a): a new one becomes current, the
+   * previous one is still signed with for `overlapSeconds`. Resolves to its secrets after, current
+   * first. The sender refuses (409 invalid_state) an endpoint signed with the business's secrets.
+   */
+  rotate(endpoint: Endpoint, overlapSeconds?: number): Promise<EndpointSecret[]>;
   /** Recovers a window of the endpoint's failed deliveries; resolves to how many were queued. */
   recover(
     endpoint: Endpoint,
@@ -200,6 +208,14 @@ export function endpointsResource(api: SenderApi): WebhookEndpoints {
     },
     async setStatus(endpoint, status) {
       return dataOf(await api.patch<{ data: Endpoint }>(path(endpoint), { status }));
+    },
+    async rotate(endpoint, overlapSeconds) {
+      return dataOf(
+        await api.post<{ data: EndpointSecret[] }>(
+          `${path(endpoint)}/signing-secrets/rotate`,
+          overlapSeconds === undefined ? {} : { overlap_seconds: overlapSeconds },
+        ),
+      );
     },
     async recover(endpoint, window) {
       return dataOf(

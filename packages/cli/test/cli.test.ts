@@ -19,6 +19,7 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
       'init',
       'serve',
       'endpoints',
+      'rotate',
       'trigger',
       'listen',
       'sign',

@@ -288,7 +288,7 @@ async function act(resource: WebhookEndpoints, request: Request, io: Io): Promis
 }
 
 /** The one-line error for what went wrong on the way to the sender, with its exit code. */
-function refusal(error: unknown, baseUrl: string, io: Io): unknown {
+export function refusal(error: unknown, baseUrl: string, io: Io): unknown {
   if (error instanceof UrlsRefusedError) {
     const reasons = error.refusals.map((r) => `the sender refused ${r.url}: ${r.message}`);
     return new CliError(reasons.join(' '), EXIT.failed);
