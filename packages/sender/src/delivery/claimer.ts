@@ -115,9 +115,10 @@ export function createClaimer(options: ClaimerOptions) {
    * Claims from the first `limit` due deliveries, within what each URL has room for (`filter`).
    * When `pace`, the due rows it reads of the URLs the filter paces are moved to their turn past
    * those URLs' rooms; otherwise (`runDue` promises every row due now) they stay due, and those
-   * URLs take only their room. Answers whether every row it read was a paced URL's (taken within
-   * its room, or moved): rows of other URLs may be due behind them, and the next claim should
-   * read further.
+   * URLs take only their room. Answers whether the next claim should read further
+   * (`readFurther`): it moved paced rows and either read all it could (every row a paced URL's,
+   * so other URLs' rows may be due behind them) or claimed rows of other URLs too (so other URLs
+   * are due, and pacing is worth its writes).
    */
   async function claim(limit: number, at: Date, filter: ClaimFilter, pace: boolean) {
     const { skipIds, rooms } = filter;
@@ -152,7 +153,7 @@ export function createClaimer(options: ClaimerOptions) {
       for (const c of result.claims) read += urls.has(c.url) ? 1 : limit;
     }
     lookPast = read >= limit;
-    return { claims: result.claims, rooms, pacedAll: lookPast };
+    return { claims: result.claims, rooms, readFurther: lookPast };
   }
 
   return {
@@ -188,11 +189,11 @@ export function createClaimer(options: ClaimerOptions) {
           // the last claim paced all it read); a freed slot of a URL at its limit is no reason.
           if (found.rooms.size === 0 && found.paced.length > 0 && !lookPast) return undefined;
           const limit = pacingOnly > 0 ? pacingLimit : claimLimit(room, found.rooms);
-          const { claims, rooms, pacedAll } = await claim(limit, at, found, pace);
+          const { claims, rooms, readFurther } = await claim(limit, at, found, pace);
           const leftDue = claims.length >= limit || found.paced.length > 0;
-          if (pacedAll && pacingOnly < PACING_CLAIMS) {
-            // Every row it read was a paced backlog's (taken within its URL's room, or moved):
-            // rows of other URLs may wait behind it. Read on, further each time.
+          if (readFurther && pacingOnly < PACING_CLAIMS) {
+            // It paced backlogs and read all it could, or found other URLs' rows among them:
+            // more of those may wait behind. Read on, further each time.
             pacingOnly++;
             pacingLimit = Math.min(PACING_LIMIT, 2 * limit);
             return { claims, rooms, leftDue, readOn: true };

@@ -51,7 +51,7 @@ export function createEndpointPacer(
 
   async function limited(endpointId: string): Promise<boolean> {
     const cached = limits.get(endpointId);
-    if (cached && Date.now() - cached.readAt < RATE_CACHE_MS) return cached.limited;
+    if (cached && clock() - cached.readAt < RATE_CACHE_MS) return cached.limited;
     const row = await database.delivery((db) =>
       db
         .selectFrom('webhook_endpoints')
@@ -61,7 +61,7 @@ export function createEndpointPacer(
     );
     const isLimited = row?.rate_limit_per_second != null;
     if (limits.size > 10_000) limits.clear();
-    limits.set(endpointId, { limited: isLimited, readAt: Date.now() });
+    limits.set(endpointId, { limited: isLimited, readAt: clock() });
     return isLimited;
   }
 
@@ -92,7 +92,7 @@ export function createEndpointPacer(
       roundTripMs += (took - roundTripMs) / 8;
       const row = rows[0];
       if (!row || row.rate === null) {
-        limits.set(endpointId, { limited: false, readAt: Date.now() });
+        limits.set(endpointId, { limited: false, readAt: clock() });
         return undefined;
       }
       const freeAt = new Date(row.free_at);
