@@ -1,6 +1,6 @@
 // @module-tag postgres
 // @module-tag pglite
-import { type KyselyPlugin, sql } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
 import { createMaintenance, type MaintenanceReport } from '../src/db/maintenance.js';
@@ -12,6 +12,7 @@ import {
   type Schema,
   startSender,
 } from '../src/index.js';
+import { holdingStatements } from './fixtures/held-statement.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
 const BATCH = 2000;
@@ -67,36 +68,6 @@ async function delivered(database: Database): Promise<number> {
     .where('status', '=', 'delivered')
     .executeTakeFirstOrThrow();
   return Number(row.n);
-}
-
-/**
- * The database with its VACUUM statements held open: each one has run, but its connection is kept
- * (and its caller waits) until `release()`. `reached` resolves when the first one has run.
- */
-function holdingVacuums(database: Database): { database: Database; reached: Promise<void>; release(): void } {
-  let reach!: () => void;
-  const reached = new Promise<void>((resolve) => {
-    reach = resolve;
-  });
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const vacuums = new WeakSet<object>();
-  const plugin: KyselyPlugin = {
-    transformQuery({ node, queryId }) {
-      if (node.kind === 'RawNode' && node.sqlFragments[0]?.startsWith('vacuum')) vacuums.add(queryId);
-      return node;
-    },
-    async transformResult({ result, queryId }) {
-      if (vacuums.has(queryId)) {
-        reach();
-        await released;
-      }
-      return result;
-    },
-  };
-  return { database: { ...database, db: database.db.withPlugin(plugin) }, reached, release };
 }
 
 /** Settles what is queued now: every pending microtask and the I/O callbacks already due. */
@@ -187,7 +158,7 @@ describe('database maintenance on PGlite', { timeout: 120_000 }, () => {
   it('stop() waits for the VACUUM that is running, and starts no other', async () => {
     await queue(database, receiver.url, BATCH);
     expect(await deliverAll(database)).toBe(BATCH);
-    const held = holdingVacuums(database);
+    const held = holdingStatements(database, (text) => text.startsWith('vacuum'));
     const maintenance = createMaintenance({ database: held.database, intervalMs: 0 });
     const order: string[] = [];
     const pass = maintenance.run().then((report) => {
@@ -210,7 +181,7 @@ describe('database maintenance on PGlite', { timeout: 120_000 }, () => {
   it("the service's close() waits for a running maintenance pass", async () => {
     await queue(database, receiver.url, BATCH);
     expect(await deliverAll(database)).toBe(BATCH);
-    const held = holdingVacuums(database);
+    const held = holdingStatements(database, (text) => text.startsWith('vacuum'));
     const service = await startSender({
       config: loadConfig({ PORT: '0', PAYHOOK_MAINTENANCE_INTERVAL_SECONDS: '0' }),
       database: held.database,

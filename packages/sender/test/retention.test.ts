@@ -20,6 +20,7 @@ import {
 import { manualClock } from './fixtures/clock.js';
 import { getPage, signIn, startDashboardSender } from './fixtures/dashboard.js';
 import { queueDeliveries } from './fixtures/deliveries.js';
+import { holdingStatements } from './fixtures/held-statement.js';
 import { openTestDatabase, TEST_DATABASE_URL } from './fixtures/storage.js';
 
 const DAY = 86_400_000;
@@ -125,37 +126,6 @@ async function attemptsOf(database: Database, deliveryIds: string[]): Promise<nu
 }
 
 const removed = (report: RetentionReport) => report.removed;
-
-/**
- * The database with the retention's delete statement held open: it has run, in its transaction,
- * which stays open (its row locks held) until `release()`. `reached` resolves once it has run.
- */
-function holdingDeletes(database: Database): { database: Database; reached: Promise<void>; release(): void } {
-  let reach!: () => void;
-  const reached = new Promise<void>((resolve) => {
-    reach = resolve;
-  });
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const deletes = new WeakSet<object>();
-  const plugin: KyselyPlugin = {
-    transformQuery({ node, queryId }) {
-      if (node.kind === 'RawNode' && node.sqlFragments.join('').includes('delete from delivery_attempts'))
-        deletes.add(queryId);
-      return node;
-    },
-    async transformResult({ result, queryId }) {
-      if (deletes.has(queryId)) {
-        reach();
-        await released;
-      }
-      return result;
-    },
-  };
-  return { database: { ...database, db: database.db.withPlugin(plugin) }, reached, release };
-}
 
 describe.each(['pglite', 'postgres'] as const)('retention on %s', { timeout: 60_000 }, (storage) => {
   let database: Database;
@@ -438,7 +408,7 @@ describe.each(['pglite', 'postgres'] as const)('retention on %s', { timeout: 60_
       await seedEvent(database, now, (40 + i) * DAY, [
         { status: 'delivered', createdAgo: (40 + i) * DAY, finishedAgo: 40 * DAY },
       ]);
-    const held = holdingDeletes(database);
+    const held = holdingStatements(database, (text) => text.includes('delete from delivery_attempts'));
     const retention = createRetention({ database: held.database, days: 30, now: () => now, batchSize: 5 });
     const pass = retention.run();
     await held.reached;
@@ -527,7 +497,7 @@ describe.each(['pglite', 'postgres'] as const)('retention on %s', { timeout: 60_
           .values({ event_id: old.event, url: receiver.url, next_attempt_at: new Date(Date.now() - 1000) })
           .execute();
         const fresh = await queueDeliveries(database, receiver.url, 3);
-        const held = holdingDeletes(database);
+        const held = holdingStatements(database, (text) => text.includes('delete from delivery_attempts'));
         const pass = createRetention({ database: held.database, days: 30, now: () => now }).run();
         await held.reached;
         // The batch's transaction is open, its rows locked: the worker claims, sends and records.
@@ -577,7 +547,7 @@ describe.each(['pglite', 'postgres'] as const)('retention on %s', { timeout: 60_
           const old = await seedEvent(database, now, 40 * DAY, [
             { status: 'failed', createdAgo: 40 * DAY, finishedAgo: 38 * DAY },
           ]);
-          const held = holdingDeletes(database);
+          const held = holdingStatements(database, (text) => text.includes('delete from delivery_attempts'));
           const pass = createRetention({ database: held.database, days: 30, now: () => now }).run();
           await held.reached;
           const answer = call('POST', `/events/${old.event}/redeliver`);
