@@ -388,14 +388,4 @@ export async function latencyOf(created: Creation[], arrived: Map<string, number
 }
 
 /** Signs in to the dashboard at `base` with `apiKey`; its session cookie. */
-export async function signIn(base: string, apiKey: string): Promise<string> {
-  const response = await fetch(`${base}/dashboard/sign-in`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
-    body: new URLSearchParams({ api_key: apiKey }),
-    redirect: 'manual',
-  });
-  const cookie = response.headers.get('set-cookie')?.split(';')[0];
-  if (response.status !== 303 || !cookie) throw new Error(`sign-in failed: ${response.status}`);
-  return cookie;
-}
+export { signIn } from '../packages/sender/test/fixtures/sign-in.js';
