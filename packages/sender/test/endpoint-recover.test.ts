@@ -266,6 +266,50 @@ describe.each(['pglite', 'postgres'] as const)(
       }
     });
 
+    it('a recovery cut short after two batches queues the rest when run again: every event once', async () => {
+      const receiver = await startLoopbackReceiver({ respond: 500 });
+      receivers.push(receiver);
+      const id = await endpoint(receiver.url);
+      const since = new Date(Date.now() - 1000);
+      const failed = [await makeEvent(), await makeEvent(), await makeEvent()];
+      await runFor(49 * HOUR);
+      // Three more made while it was disabled: no delivery to it at all.
+      await call('PATCH', `/webhook-endpoints/${id}`, { status: 'disabled' });
+      const missed = [await makeEvent(), await makeEvent(), await makeEvent()];
+      await call('PATCH', `/webhook-endpoints/${id}`, { status: 'enabled' });
+      const row = await database.db
+        .selectFrom('webhook_endpoints')
+        .selectAll()
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      const window = { since, until: new Date(Date.now() + 1000), now: clock.now() };
+      let batches = 0;
+      const cut = new Error('the process is gone');
+      await expect(
+        recoverEndpoint(database.db, row, window, {
+          batch: 1,
+          onProgress: () => {
+            if (++batches === 2) throw cut;
+          },
+        }),
+      ).rejects.toBe(cut);
+      const again = await recoverEndpoint(database.db, row, window, { batch: 1 });
+      const rows = await rowsOf(id);
+      for (const event of [...failed, ...missed]) {
+        expect(
+          rows.filter((r) => r.event_id === event && r.status === 'pending'),
+          event,
+        ).toHaveLength(1);
+      }
+      // The first run's two committed batches made two; the second made the other four.
+      expect(again.created).toBe(4);
+      expect(rows.filter((r) => r.status === 'failed').map((r) => r.superseded_by !== null)).toEqual([
+        true,
+        true,
+        true,
+      ]);
+    });
+
     it('refuses a window it cannot take with a stable code and the field, and another business with 404', async () => {
       const receiver = await startLoopbackReceiver({ respond: 200 });
       receivers.push(receiver);
