@@ -4,12 +4,12 @@
  * the sender's two storages (PGlite, the default of `payhook serve`, and PostgreSQL), at
  * BENCH_LATENCY_RATES creations a second (default 50,100,200) for BENCH_LATENCY_SECONDS each
  * (default 20, after 6 s of warm-up, the rate rising from 0); BENCH_LATENCY_STORAGES picks the storages
- * (default pglite,postgres), and BENCH_LATENCY_INSTANCES how many `payhook serve` processes share
- * the PostgreSQL database (default 1; `1,2` runs both).
+ * (default pglite,postgres), and BENCH_LATENCY_PROCESSES how many sender processes `payhook serve
+ * --processes` runs on PostgreSQL (default 1; `1,2` runs both).
  *
- * With several instances, the client sends each creation to the next one in turn (a load balancer's
- * round robin) and one receiver takes every delivery: how the sender goes on past one process, on
- * one machine or several, one PostgreSQL between them. Also reported: the sessions acknowledged a
+ * With several processes, they share the port (the primary hands out the client's connections in
+ * turn) and one PostgreSQL, as instances on several machines share it behind a load balancer: how
+ * the sender goes on past one process. Also reported: the sessions acknowledged a
  * second, the sender processes' CPU (of one core) over the run, and on PostgreSQL what its active
  * backends were waiting on (`pg_stat_activity`, sampled every 250 ms: `CPU` is no wait).
  *
@@ -23,7 +23,7 @@
  * Also: the API's own answer time, and the p50 of the first and the last third of the run, whose
  * ratio says whether the latency grows during a run (a sender that falls behind).
  */
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -45,7 +45,9 @@ import {
 } from './lib.js';
 
 const RATES = (process.env.BENCH_LATENCY_RATES ?? '50,100,200').split(',').map(Number);
-const INSTANCES = (process.env.BENCH_LATENCY_INSTANCES ?? '1').split(',').map(Number);
+const PROCESSES = (process.env.BENCH_LATENCY_PROCESSES ?? process.env.BENCH_LATENCY_INSTANCES ?? '1')
+  .split(',')
+  .map(Number);
 const SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 20);
 /** The warm-up: the rate rises from 0 to the run's over this long, as a provider's peak comes. */
 const WARMUP_SECONDS = 6;
@@ -175,7 +177,18 @@ async function measure(
   return result;
 }
 
-async function onStorage(storage: 'pglite' | 'postgres', instances = 1): Promise<RunResult[]> {
+/** The process `pid` and its children (the sender processes of `serve --processes`). */
+function withChildren(pid: number | undefined): (number | undefined)[] {
+  if (pid === undefined) return [];
+  try {
+    const children = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' });
+    return [pid, ...children.trim().split('\n').filter(Boolean).map(Number)];
+  } catch {
+    return [pid]; // pgrep exits 1 when there is no child
+  }
+}
+
+async function onStorage(storage: 'pglite' | 'postgres', processes = 1): Promise<RunResult[]> {
   const results: RunResult[] = [];
   for (const rate of RATES) {
     const arrived = new Map<string, number>();
@@ -183,7 +196,7 @@ async function onStorage(storage: 'pglite' | 'postgres', instances = 1): Promise
     const dir = await mkdtemp(join(tmpdir(), 'payhook-bench-latency-'));
     const database = `payhook_bench_latency_${randomBytes(4).toString('hex')}`;
     const admin = new pg.Client({ connectionString: BENCH_DATABASE_URL });
-    const serves: { child: ChildProcess; base: string }[] = [];
+    let serve: { child: ChildProcess; base: string } | undefined;
     try {
       let args: string[];
       if (storage === 'postgres') {
@@ -195,23 +208,18 @@ async function onStorage(storage: 'pglite' | 'postgres', instances = 1): Promise
       } else {
         args = ['--data-dir', join(dir, 'data')];
       }
-      // One after the other: the first makes the schema, the others find it made.
       const env = { PAYHOOK_API_KEYS: `${KEY}:${BUSINESS}:test` };
-      for (let k = 0; k < instances; k++)
-        serves.push(await startServe(args, join(dir, `serve-${k}.log`), env));
-      const result = await measure(
-        serves.map((s) => s.base),
-        receiver.url,
-        arrived,
-        rate,
-        { pids: serves.map((s) => s.child.pid), ...(storage === 'postgres' ? { database } : {}) },
-      );
+      serve = await startServe([...args, '--processes', String(processes)], join(dir, 'serve.log'), env);
+      const result = await measure([serve.base], receiver.url, arrived, rate, {
+        pids: withChildren(serve.child.pid),
+        ...(storage === 'postgres' ? { database } : {}),
+      });
       results.push(result);
       console.error(
-        `${storage} x${instances} ${rate}/s: p50 ${result.latencyMs.p50.toFixed(1)} ms, p99 ${result.latencyMs.p99.toFixed(1)} ms, ${result.acknowledgedPerSecond.toFixed(0)} acknowledged/s, sender CPU ${result.senderCpuPercent.toFixed(0)} %`,
+        `${storage} x${processes} ${rate}/s: p50 ${result.latencyMs.p50.toFixed(1)} ms, p99 ${result.latencyMs.p99.toFixed(1)} ms, ${result.acknowledgedPerSecond.toFixed(0)} acknowledged/s, sender CPU ${result.senderCpuPercent.toFixed(0)} %`,
       );
     } finally {
-      for (const serve of serves) await stopServe(serve);
+      if (serve) await stopServe(serve);
       receiver.server.closeAllConnections();
       receiver.server.close();
       await rm(dir, { recursive: true, force: true });
@@ -232,7 +240,7 @@ const results: Record<string, RunResult[]> = {};
 type Run = [key: string, storage: 'pglite' | 'postgres', instances: number];
 const runs: Run[] = STORAGES.flatMap((storage): Run[] =>
   storage === 'postgres'
-    ? INSTANCES.map((n): Run => [n === 1 ? storage : `${storage}-${n}`, storage, n])
+    ? PROCESSES.map((n): Run => [n === 1 ? storage : `${storage}-${n}`, storage, n])
     : [[storage, storage, 1]],
 );
 for (const [key, storage, n] of runs) results[key] = await onStorage(storage, n);

@@ -217,10 +217,16 @@ export async function startServe(
   env: Record<string, string>,
 ): Promise<{ child: ChildProcess; base: string }> {
   const out = openSync(logFile, 'w');
-  const child = spawn(process.execPath, [cli, 'serve', '--port', '0', '--allow-private-webhooks', ...args], {
-    env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', out, out],
-  });
+  // One sender process unless the bench asks for more: runs stay comparable over time.
+  const processes = args.includes('--processes') ? [] : ['--processes', '1'];
+  const child = spawn(
+    process.execPath,
+    [cli, 'serve', '--port', '0', '--allow-private-webhooks', ...processes, ...args],
+    {
+      env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', out, out],
+    },
+  );
   closeSync(out);
   let exited: number | null | undefined;
   child.once('exit', (code) => {

@@ -67,7 +67,8 @@ export const exitCode = async (child: ChildProcess): Promise<number | null> =>
 /**
  * `payhook serve --port 0 --data-dir <dataDir> --business-id <businessId> <flags>` piped (JSON
  * lines), with `env` over the caller's (see {@link cliEnv}); resolves once it is ready, with its
- * URL and the test key its first start made.
+ * URL and the test key its first start made. A `dataDir` of `postgres://...` is given as
+ * `--database-url` instead.
  */
 export async function startServe(
   dataDir: string,
@@ -83,7 +84,7 @@ export async function startServe(
         'serve',
         '--port',
         '0',
-        '--data-dir',
+        dataDir.startsWith('postgres://') ? '--database-url' : '--data-dir',
         dataDir,
         '--business-id',
         businessId,

@@ -8,16 +8,25 @@ import { commandLine } from '../invocation.js';
 import { type LogFormat, logFormat, logStream, say } from '../log-format.js';
 import { sayReceiverBlock } from '../receiver-block.js';
 import { openStorage, storageOptions } from '../storage.js';
+import {
+  isServeProcess,
+  processCount,
+  reportListening,
+  startServeProcesses,
+  untilPrimaryStops,
+} from './serve-processes.js';
 
 export const serve: Command = {
   name: 'serve',
   summary: 'Run the reference sender (API, event delivery) on PGlite or PostgreSQL',
   help: `Usage: payhook serve [--port 8080] [--host 127.0.0.1] [--data-dir ./.payhook | --database-url <url>]
                      [--business-id <id>] [--allow-private-webhooks] [--log-format pretty|json]
+                     [--processes <n>|auto]
 
 Runs the reference sender: the payment, customer, beneficiary and settings API, and the
 delivery of events to every registered webhook URL with retries for 48 hours. Data lives in an
-embedded PGlite directory, or on PostgreSQL (several instances then share the work).
+embedded PGlite directory, or on PostgreSQL, where it runs one sender process per core on one port
+(--processes) and any number of instances, on any machines, share the work.
 On a start with no API key it creates a test-mode key (for --business-id, or a new business id)
 and prints it: the only time it is shown. Every start prints the stored keys by prefix, the
 command that makes another full key, the dashboard's address (/dashboard: sign in with an API
@@ -25,7 +34,7 @@ key), and ends with the receiver's settings to paste (BUSINESS_ID, WEBHOOK_SECRE
 and the \`payhook endpoints add\` command that registers its URL; then one line per delivery
 attempt (outcome, latency, event, URL). A port in use is reported before anything is created. The
 environment variables of the sender (PORT, HOST, PAYHOOK_DATA_DIR, DATABASE_URL,
-PAYHOOK_API_KEYS, PAYHOOK_ALLOW_PRIVATE_WEBHOOKS, LOG_LEVEL, ...) apply; flags win over them.
+PAYHOOK_API_KEYS, PAYHOOK_ALLOW_PRIVATE_WEBHOOKS, PAYHOOK_PROCESSES, LOG_LEVEL, ...) apply; flags win over them.
 Stops on Ctrl-C or SIGTERM, finishing or releasing the deliveries in flight (a second
 Ctrl-C stops at once; what was in flight is retried after its lease).
 
@@ -40,6 +49,8 @@ Options:
                               (local development only)
   --log-format <format>       pretty (readable lines) or json (pino's JSON lines)
                                                  default: pretty in a terminal, json when piped
+  --processes <n>|auto        sender processes sharing the port (PostgreSQL only; auto: one per
+                              core, at most 8)   default: auto on PostgreSQL, 1 on PGlite
   -h, --help                  show this help
 
 Examples:
@@ -53,6 +64,7 @@ Examples:
       'business-id': { type: 'string' },
       'allow-private-webhooks': { type: 'boolean' },
       'log-format': { type: 'string' },
+      processes: { type: 'string' },
       ...storageOptions,
     });
     const format =
@@ -64,7 +76,7 @@ Examples:
       throw new CliError('--business-id takes letters, digits, ".", ":", "_" and "-" (at most 128).');
     }
     // The sender's package is loaded here, not at start: the commands that run no sender start faster.
-    const { ConfigError, loadConfig, startSender } = await import('@payhook/sender');
+    const { ConfigError, loadConfig } = await import('@payhook/sender');
     let config: SenderConfig;
     try {
       config = loadConfig({
@@ -78,11 +90,13 @@ Examples:
       throw error;
     }
     // Before the database and a key are made: a start that cannot listen leaves nothing behind.
-    const busy = await listenProblem(config.host, config.port);
+    // (A process of `--processes` shares the port its primary checked.)
+    const busy = isServeProcess(io.env) ? undefined : await listenProblem(config.host, config.port);
     if (busy) throw busy;
     const onPostgres = Boolean(
       values['database-url'] ?? (values['data-dir'] === undefined ? io.env.DATABASE_URL : undefined),
     );
+    const processes = processCount(values.processes ?? io.env.PAYHOOK_PROCESSES, onPostgres);
     const dataDir = values['data-dir'] ?? config.dataDir;
     const firstStart = !onPostgres && !existsSync(join(dataDir, 'PG_VERSION'));
     if (firstStart) {
@@ -91,20 +105,37 @@ Examples:
       });
     }
     const database = await openStorage(values, io.env, config.databaseTimeouts);
+    if (isServeProcess(io.env)) {
+      // One of the sender processes of `--processes`: the primary made the key and prints the rest.
+      try {
+        const one = await startOne(config, database, format, io);
+        reportListening(one.url);
+        await Promise.race([untilPrimaryStops(), untilStopped(format, io)]);
+        await one.stop();
+      } finally {
+        await database.close();
+      }
+      return EXIT.ok;
+    }
     try {
       if (firstStart) say(format, io, 'Database ready.');
       const madeKey = await ensureKey(database, config.apiKeys, businessId, format, io);
-      const sender = await startSender({
-        config,
-        database,
-        logger: { level: config.logLevel, stream: logStream(format, io) },
+      const running =
+        processes > 1
+          ? await startServeProcesses(processes, argv, format, io)
+          : await startOne(config, database, format, io);
+      const where =
+        database.kind === 'pglite'
+          ? `pglite in ${dataDir}`
+          : `${database.kind}, ${processes} process${processes > 1 ? 'es' : ''}`;
+      say(format, io, `payhook sender listening on ${running.url} (${where})`, {
+        url: running.url,
+        processes,
       });
-      const where = database.kind === 'pglite' ? `pglite in ${dataDir}` : database.kind;
-      say(format, io, `payhook sender listening on ${sender.url} (${where})`, { url: sender.url });
-      say(format, io, `  Dashboard: ${sender.url}/dashboard (sign in with an API key)`, {
-        dashboard: `${sender.url}/dashboard`,
+      say(format, io, `  Dashboard: ${running.url}/dashboard (sign in with an API key)`, {
+        dashboard: `${running.url}/dashboard`,
       });
-      say(format, io, `  API docs:  ${sender.url}/docs`, { docs: `${sender.url}/docs` });
+      say(format, io, `  API docs:  ${running.url}/docs`, { docs: `${running.url}/docs` });
       const pglite = database.kind === 'pglite' ? { dataDir } : undefined;
       const business = await printKeys(database, config.apiKeys, businessId, pglite, format, io);
       if (business) {
@@ -113,20 +144,15 @@ Examples:
         sayReceiverBlock(format, io, {
           businessId: business.businessId,
           webhookSecret: secret?.secret,
-          senderUrl: sender.url,
+          senderUrl: running.url,
           apiKey: madeKey,
           apiKeyInEnv: Boolean(io.env.PAYHOOK_API_KEY),
           allowPrivateWebhooks: config.allowPrivateWebhooks,
         });
       }
-      // One line per delivery attempt, as the worker records it.
-      const stopLines = sender.feed.subscribe((attempts) => {
-        for (const attempt of attempts) sayAttempt(format, io, attempt);
-      });
       await untilStopped(format, io);
       say(format, io, 'Shutting down: finishing the deliveries in flight...');
-      await sender.close();
-      stopLines();
+      await running.stop();
     } catch (error) {
       // Taken between the check and the sender's own listen.
       if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw portInUse(config.host, config.port);
@@ -137,6 +163,34 @@ Examples:
     return EXIT.ok;
   },
 };
+
+/**
+ * Starts the sender in this process, printing one line per delivery attempt as its worker records
+ * it; `stop` finishes (or releases) the deliveries in flight.
+ */
+async function startOne(
+  config: SenderConfig,
+  database: Database,
+  format: LogFormat,
+  io: Parameters<Command['run']>[1],
+): Promise<{ url: string; stop(): Promise<void> }> {
+  const { startSender } = await import('@payhook/sender');
+  const sender = await startSender({
+    config,
+    database,
+    logger: { level: config.logLevel, stream: logStream(format, io) },
+  });
+  const stopLines = sender.feed.subscribe((attempts) => {
+    for (const attempt of attempts) sayAttempt(format, io, attempt);
+  });
+  return {
+    url: sender.url,
+    async stop() {
+      await sender.close();
+      stopLines();
+    },
+  };
+}
 
 /**
  * Why the sender could not listen on `host`:`port`, found by listening there a moment first

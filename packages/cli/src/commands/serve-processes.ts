@@ -1,0 +1,155 @@
+// `payhook serve --processes <n>`: the sender in several processes on one port, one PostgreSQL.
+//
+// The primary process makes the schema and the key, then forks <n> sender processes with
+// node:cluster. Each runs the whole sender (API, delivery worker, sweeper) and listens on the same
+// port, which the primary hands out connection by connection. They share their work through the
+// database as instances on several machines do: deliveries are claimed under a lease, each URL's
+// concurrency and rate limit are counted in PostgreSQL, so a process that dies loses nothing
+// (another takes its claims when their lease lapses) and the primary starts a new one.
+
+import cluster, { type Worker } from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { CliError, EXIT, type Io } from '../command.js';
+import { type LogFormat, say } from '../log-format.js';
+
+/** What a sender process tells the primary. */
+type FromProcess = { type: 'listening'; url: string };
+/** What the primary tells a sender process. */
+type ToProcess = { type: 'stop' };
+
+/** Marks a process forked by `serve --processes`, so that its `serve` runs one sender and no setup. */
+export const SERVE_PROCESS_ENV = 'PAYHOOK_SERVE_PROCESS';
+
+/** Whether this process is one of the sender processes of a `serve --processes` primary. */
+export const isServeProcess = (env: Io['env']): boolean => cluster.isWorker && env[SERVE_PROCESS_ENV] === '1';
+
+/**
+ * How many sender processes to run: `--processes` (or `PAYHOOK_PROCESSES`), a number or `auto`
+ * (the machine's cores, at most 8). PostgreSQL defaults to `auto`; PGlite's directory belongs to one
+ * process, so it takes 1 only.
+ */
+export function processCount(asked: string | undefined, onPostgres: boolean): number {
+  const cores = Math.min(availableParallelism(), 8);
+  if (asked === undefined || asked === '') return onPostgres ? cores : 1;
+  const count = asked === 'auto' ? cores : /^[1-9]\d{0,2}$/.test(asked) ? Number(asked) : Number.NaN;
+  if (Number.isNaN(count) || count > 256) {
+    throw new CliError(
+      `--processes (PAYHOOK_PROCESSES) takes a number from 1 to 256 or "auto", not ${JSON.stringify(asked)}.`,
+    );
+  }
+  if (count > 1 && !onPostgres) {
+    throw new CliError(
+      `--processes ${asked} needs PostgreSQL (--database-url): PGlite's data directory is one process's. Run PGlite with --processes 1.`,
+    );
+  }
+  return count;
+}
+
+/** The sender processes of a primary, once they all listen. */
+export interface ServeProcesses {
+  /** The address they share. */
+  url: string;
+  count: number;
+  /** Asks each process to finish its deliveries in flight and stop; resolves once all exited. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Forks `count` sender processes running `payhook serve <argv>` and resolves once every one listens.
+ * A process that exits before then fails the start (its own error is on standard error); one that
+ * exits later is replaced after a second, unless the primary is stopping.
+ */
+export async function startServeProcesses(
+  count: number,
+  argv: readonly string[],
+  format: LogFormat,
+  io: Io,
+): Promise<ServeProcesses> {
+  // The command's own file: `dist/cli.js` as built (serve is bundled into it).
+  cluster.setupPrimary({
+    exec: fileURLToPath(import.meta.url),
+    args: ['serve', ...argv, '--log-format', format],
+  });
+  const env = { ...io.env, [SERVE_PROCESS_ENV]: '1' };
+  const live = new Set<Worker>();
+  let stopping = false;
+  let started = false;
+
+  const fork = (): Promise<string> => {
+    const worker = cluster.fork(env);
+    live.add(worker);
+    return new Promise((resolve, reject) => {
+      worker.on('message', (message: FromProcess) => {
+        if (message?.type === 'listening') resolve(message.url);
+      });
+      worker.once('exit', (code, signal) => {
+        live.delete(worker);
+        const how = signal ? `signal ${signal}` : `code ${code}`;
+        if (!started) {
+          reject(
+            new CliError(`A sender process exited at its start (${how}); its error is above.`, EXIT.error),
+          );
+          return;
+        }
+        if (stopping) return;
+        say(
+          format,
+          io,
+          `A sender process (pid ${worker.process.pid}) exited with ${how}: starting another.`,
+          {
+            pid: worker.process.pid,
+            exit: how,
+          },
+        );
+        setTimeout(() => {
+          if (!stopping) fork().catch(() => undefined);
+        }, 1000).unref();
+      });
+    });
+  };
+
+  const stop = async () => {
+    stopping = true;
+    await Promise.all(
+      [...live].map(
+        (worker) =>
+          new Promise<void>((resolve) => {
+            if (worker.isDead()) return resolve();
+            worker.once('exit', () => resolve());
+            // One already stopping on its own Ctrl-C may have closed its channel.
+            if (worker.isConnected()) worker.send({ type: 'stop' } satisfies ToProcess, () => undefined);
+          }),
+      ),
+    );
+  };
+
+  try {
+    // One after the other: each opens its pool and finds the schema made.
+    let url = '';
+    for (let i = 0; i < count; i++) url = await fork();
+    started = true;
+    return { url, count, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** In a sender process: tells the primary where it listens. */
+export function reportListening(url: string): void {
+  process.send?.({ type: 'listening', url } satisfies FromProcess);
+}
+
+/**
+ * In a sender process: resolves when the primary asks it to stop, or goes away (the primary was
+ * killed: a process without it stops too).
+ */
+export function untilPrimaryStops(): Promise<void> {
+  return new Promise((resolve) => {
+    process.on('message', (message: ToProcess) => {
+      if (message?.type === 'stop') resolve();
+    });
+    process.once('disconnect', () => resolve());
+  });
+}
