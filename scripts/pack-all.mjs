@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `pnpm pack:all`: the packages as tarballs an app outside this repository installs by path, until
-// they are published. Builds every package, then packs each into <out-dir> under a name without
+// they are published. Builds the packages that are out of date (scripts/build.mjs: after `pnpm
+// demo` or `pnpm build`, none), then packs each into <out-dir> under a name without
 // its version (payhook-core.tgz, ..., payhook.tgz for the command line), so the install line in the
 // README stays the same from one version to the next. pnpm pack writes each `workspace:^`
 // dependency as the range a release carries (^0.1.0), which the sibling tarballs satisfy: npm takes
@@ -14,6 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build } from './build.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // Dependencies before their dependents; the order the lines below list them in.
@@ -56,7 +58,10 @@ function pnpm(args, cwd, stdio) {
 const quote = (path) => (/^[\w./:@+-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`);
 
 const options = parseArgs(process.argv.slice(2));
-if (options.build) pnpm(['build'], root, 'inherit');
+if (options.build) {
+  const code = await build({ quiet: true });
+  if (code !== 0) process.exit(code);
+}
 mkdirSync(options.outDir, { recursive: true });
 
 const packed = new Map();
