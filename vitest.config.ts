@@ -16,6 +16,7 @@ const alias = [
   { find: /^@payhook\/fastify$/, replacement: src('fastify') },
   { find: /^@payhook\/web$/, replacement: src('web') },
   { find: /^@payhook\/redis$/, replacement: src('redis') },
+  { find: /^@payhook\/postgres$/, replacement: src('postgres') },
   { find: /^@payhook\/sender$/, replacement: src('sender') },
 ];
 
@@ -59,6 +60,8 @@ export default defineConfig(({ mode }) => ({
       pkg(mode, 'web'),
       // Real processes, a fault proxy and timing against the shared Redis: one file at a time.
       pkg(mode, 'redis', { fileParallelism: false }),
+      // Receiver processes killed mid-transaction and a scratch cluster's faults: one file at a time.
+      pkg(mode, 'postgres', { fileParallelism: false }),
       pkg(mode, 'sender'),
       // The built `payhook` command, spawned as a user runs it.
       pkg(mode, 'cli'),

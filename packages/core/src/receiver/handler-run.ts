@@ -34,10 +34,16 @@ export function createHandlerRunner(registry: HandlerRegistry, handlerTimeoutMs:
   /**
    * One run of an event's handlers, all of them at once. Returns nothing when every handler
    * returned without a promise, a promise otherwise; throws (or rejects) with the failure, an
-   * AggregateError if several failed, or `handler_timeout`.
+   * AggregateError if several failed, or `handler_timeout`. `transaction` is the store's, when it
+   * runs attempts in transactions (`IdempotencyStore.runInTransaction`).
    */
-  function attempt(job: Job, n: number, parsed: ParseEventResult): Promise<void> | undefined {
-    const context = new Context(job.key, job.businessId, n);
+  function attempt(
+    job: Job,
+    n: number,
+    parsed: ParseEventResult,
+    transaction?: unknown,
+  ): Promise<void> | undefined {
+    const context = new Context(job.key, job.businessId, n, transaction);
     // Handlers are called in turn; what they return or throw is gathered (arrays made only when needed).
     let pending: PromiseLike<unknown>[] | undefined;
     let failures: unknown[] | undefined;
@@ -114,6 +120,7 @@ class Context implements HandlerContext {
     readonly key: string,
     readonly businessId: string,
     readonly attempt: number,
+    readonly transaction: unknown,
   ) {}
 
   get signal(): AbortSignal {

@@ -5,7 +5,12 @@ import type { MetricHooks } from './metrics.js';
 import type { Tracing } from './tracing.js';
 
 /** One run of an event's handlers (`createHandlerRunner`'s attempt). */
-type Run = (job: Job, n: number, parsed: ParseEventResult) => Promise<void> | undefined;
+type Run = (
+  job: Job,
+  n: number,
+  parsed: ParseEventResult,
+  transaction?: unknown,
+) => Promise<void> | undefined;
 
 /**
  * Wraps the runs of an event's handlers with what observes them: the duration and result of each
@@ -19,7 +24,7 @@ export function observeRuns(
   attempts: number,
 ): Run {
   if (!hooks.handledObserved && tracing === undefined) return run;
-  return (job, n, parsed) => {
+  return (job, n, parsed, transaction) => {
     const event = job.payload.event;
     const started = hooks.handledObserved ? performance.now() : 0;
     const span = tracing?.start(event, job.key, n, job.trace);
@@ -44,8 +49,8 @@ export function observeRuns(
     try {
       running =
         span === undefined || tracing === undefined
-          ? run(job, n, parsed)
-          : tracing.within(span.context, () => run(job, n, parsed));
+          ? run(job, n, parsed, transaction)
+          : tracing.within(span.context, () => run(job, n, parsed, transaction));
     } catch (error) {
       finish(true, error);
       throw error;

@@ -46,6 +46,9 @@ export function createEventProcessor(options: ProcessEventOptions) {
     options.tracing,
     retry.attempts,
   );
+  // A store in the handlers' own database runs each attempt in a transaction that also marks the
+  // event done: then a passing attempt is already recorded when it returns.
+  const transact = store.runInTransaction?.bind(store);
   // Debug lines cost an object per event: built only for a logger that may print them.
   const debug = logger !== silentLogger && logger !== stderrLogger;
 
@@ -128,6 +131,8 @@ export function createEventProcessor(options: ProcessEventOptions) {
     let attempts = 0;
     // Until an outcome is recorded here, the event is another instance's (its lease passed).
     let processed: ProcessedEvent = TAKEN_OVER;
+    // With a transactional store: whether the passing attempt committed its done mark.
+    let committed = false;
     try {
       if (lease.lost) {
         // Another instance took the event over while it waited here: it is that instance's now.
@@ -143,8 +148,14 @@ export function createEventProcessor(options: ProcessEventOptions) {
       for (let n = 1; n <= retry.attempts; n++) {
         attempts = n;
         try {
-          const running = attempt(job, n, parsed);
-          if (running !== undefined) await running;
+          if (transact !== undefined) {
+            committed = await transact(job.key, instanceId, (transaction) =>
+              attempt(job, n, parsed, transaction),
+            );
+          } else {
+            const running = attempt(job, n, parsed);
+            if (running !== undefined) await running;
+          }
           lastError = undefined;
           break;
         } catch (error) {
@@ -169,8 +180,16 @@ export function createEventProcessor(options: ProcessEventOptions) {
         return;
       }
       if (lastError === undefined) {
+        if (transact !== undefined && !committed) {
+          // Rolled back: the event is another instance's now, which runs it in its own transaction.
+          logger.warn(
+            { key: job.key },
+            'payhook: the lease on this event passed to another instance before it finished; its transaction was rolled back',
+          );
+          return;
+        }
         processed = DONE;
-        await record(job.key, lease, undefined);
+        if (!committed) await record(job.key, lease, undefined);
         if (debug) logger.debug({ key: job.key, event: job.payload.event }, 'payhook: event processed');
         return;
       }

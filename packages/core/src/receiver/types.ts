@@ -181,6 +181,13 @@ export interface HandlerContext {
   attempt: number;
   /** Aborted when the handler timeout passes: stop work that no longer counts. */
   signal: AbortSignal;
+  /**
+   * The open transaction this attempt runs in, when the store runs handlers in transactions
+   * (`@payhook/postgres`: a `pg` client of the store's pool, inside `BEGIN`); undefined with other
+   * stores. What a handler writes through it commits together with the event's done mark, or not
+   * at all. Typed `unknown` here: the store's package gives it its type (`pgTransaction(context)`).
+   */
+  transaction?: unknown;
 }
 
 /**

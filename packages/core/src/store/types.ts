@@ -35,6 +35,17 @@ export interface IdempotencyStore {
   readonly leaseMs?: number;
   /** Releases what the store opened itself (never a client the caller passed in). */
   close?(): Promise<void>;
+  /**
+   * Optional: a store that lives in the database of the handlers' own effects runs each attempt of
+   * an event's handlers in one of its transactions (docs/stores.md). It opens the transaction,
+   * calls `run` with it (the receiver hands it to the handlers as `context.transaction`), then, in
+   * the same transaction, marks `key` done if `owner` still holds it, and commits: the handlers'
+   * writes and the done mark commit together or not at all. Resolves true once committed; false if
+   * `owner` no longer held the key (the transaction is rolled back, another instance has the
+   * event); rejects, rolled back, with what `run` threw, or with the database's error. A receiver
+   * with such a store never calls `complete` for an event that ran through it.
+   */
+  runInTransaction?(key: string, owner: string, run: (transaction: unknown) => unknown): Promise<boolean>;
 }
 
 /** What a claim records. */

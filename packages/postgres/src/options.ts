@@ -1,0 +1,85 @@
+// The options of createPostgresStore: what each means, their checks and their defaults.
+import { DEFAULT_RETENTION_MS } from '@payhook/core';
+import type { Pool, PoolConfig } from 'pg';
+
+/** Options of `createPostgresStore`. */
+export interface PostgresStoreOptions {
+  /**
+   * A `pg` pool (never ended by the store), or a connection string (the store's own pool, ended by
+   * `close()`). Handlers get their transaction from this pool: give it a `max` above the
+   * receiver's `concurrency`, since each running attempt holds a connection until it commits. The
+   * store keeps two of the pool's connections out of the handlers' reach, so that claims (the 200)
+   * never wait for a handler.
+   */
+  pool: Pool | string;
+  /** Schema of the inbox table (default `payhook`), created if missing. */
+  schema?: string;
+  /** Name of the inbox table (default `inbox`). */
+  table?: string;
+  /**
+   * Creates the schema and table on first use, if missing (default true), under an advisory lock so
+   * that instances starting together do not race. Pass false when your own migrations create them
+   * from `inboxMigrationSql()`.
+   */
+  migrate?: boolean;
+  /** How long finished and failed events are kept, in ms (default 7 days): duplicates and replays within it are refused. */
+  retentionMs?: number;
+  /**
+   * Lease on an event being processed, for receivers that set none (default 30 s): an event whose
+   * owner died is recovered by another instance this long after its last renewal.
+   */
+  leaseMs?: number;
+  /**
+   * Time allowed to each statement of the store's own (claim, renew, done mark, commit...), in ms,
+   * a connection's wait included (default 2000); past it the store is unavailable and the receiver
+   * answers 503. The handlers' own statements run under the receiver's `handlerTimeoutMs`.
+   */
+  commandTimeoutMs?: number;
+  /** Extra options for the pool the store creates from a connection string. */
+  poolOptions?: PoolConfig;
+}
+
+/** The options `createPostgresStore` runs with, checked, defaults filled in. */
+export interface ResolvedOptions {
+  schema: string;
+  table: string;
+  retentionMs: number;
+  timeoutMs: number;
+  migrate: boolean;
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** Checks an SQL identifier the store quotes and writes into its statements. */
+export function checkIdentifier(name: string, value: unknown): string {
+  if (typeof value !== 'string' || !IDENTIFIER.test(value)) {
+    throw new TypeError(
+      `Invalid ${name}: ${JSON.stringify(value)} (letters, digits and underscores, not starting with a digit, at most 63).`,
+    );
+  }
+  return value;
+}
+
+/** Checks the options (a TypeError naming the first wrong one) and fills in the defaults. */
+export function resolveOptions(options: PostgresStoreOptions): ResolvedOptions {
+  const schema = checkIdentifier('schema', options.schema ?? 'payhook');
+  const table = checkIdentifier('table', options.table ?? 'inbox');
+  const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
+  if (!Number.isInteger(retentionMs) || retentionMs <= 0) {
+    throw new TypeError(`Invalid retentionMs: ${retentionMs} (expected a positive integer of milliseconds).`);
+  }
+  if (options.leaseMs !== undefined && (!Number.isInteger(options.leaseMs) || options.leaseMs <= 0)) {
+    throw new TypeError(`Invalid leaseMs: ${options.leaseMs} (expected a positive integer of milliseconds).`);
+  }
+  const timeoutMs = options.commandTimeoutMs ?? 2000;
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+    throw new TypeError(
+      `Invalid commandTimeoutMs: ${timeoutMs} (expected a positive number of milliseconds).`,
+    );
+  }
+  const migrate = options.migrate ?? true;
+  if (typeof migrate !== 'boolean') {
+    throw new TypeError(`Invalid migrate: ${JSON.stringify(migrate)} (expected true or false).`);
+  }
+  return { schema, table, retentionMs, timeoutMs, migrate };
+}

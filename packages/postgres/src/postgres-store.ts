@@ -1,0 +1,194 @@
+import type { IdempotencyStore, RecoveredEvent, StoredEvent } from '@payhook/core';
+import pg from 'pg';
+import { type PostgresStoreOptions, resolveOptions } from './options.js';
+import { migrateInbox, qualifiedName } from './schema.js';
+import { statements } from './statements.js';
+import { withTimeout } from './timeout.js';
+import { createTransactionRunner } from './transaction.js';
+
+/** The PostgreSQL store: an {@link IdempotencyStore} that runs each attempt in a transaction. */
+export interface PostgresStore extends IdempotencyStore {
+  /** The pool the store and the handlers' transactions use. */
+  readonly pool: pg.Pool;
+  /** The inbox table, schema-qualified and quoted (`"payhook"."inbox"`). */
+  readonly table: string;
+  /** Creates the inbox if missing; the store does so on first use unless `migrate: false`. */
+  migrate(): Promise<void>;
+  runInTransaction(key: string, owner: string, run: (transaction: unknown) => unknown): Promise<boolean>;
+}
+
+interface Row {
+  key: string;
+  state: StoredEvent['state'];
+  owner: string | null;
+  lease_until: string | null;
+  payload: string | null;
+  business_id: string | null;
+  attempts: number;
+  error: string | null;
+  received_at: string;
+  updated_at: string;
+}
+
+/**
+ * A transactional inbox in the merchant's own PostgreSQL, shared by every receiver instance: an
+ * event is claimed in one statement (with its verified payload, before the 200 is sent), its lease
+ * renewed while its handlers run, and each attempt of its handlers runs in a transaction of the
+ * store's pool (`context.transaction`, or typed: `pgTransaction(context)`) that also marks the
+ * event done. The handlers' writes and the done mark commit together or not at all: a handler that
+ * throws rolls both back and the event is retried; an instance that dies mid-handler commits
+ * neither, and another instance runs the event under the lease rules; a lapsed owner's commit finds
+ * the event no longer its own and rolls back. So an effect written through the transaction happens
+ * once. Effects outside it (an email, an HTTP call) stay at-least-once.
+ *
+ * @example
+ * ```ts
+ * import pg from 'pg';
+ * import { createReceiver } from '@payhook/core';
+ * import { createPostgresStore, pgTransaction } from '@payhook/postgres';
+ *
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20 });
+ * const receiver = createReceiver({
+ *   businessIds: [process.env.BUSINESS_ID!],
+ *   allowedIps: ['203.0.113.10'],
+ *   store: createPostgresStore({ pool }),
+ * });
+ * receiver.on('payment.session.succeeded', async (event, context) => {
+ *   await pgTransaction(context).query('UPDATE orders SET paid = true WHERE reference = $1', [
+ *     event.data.reference,
+ *   ]);
+ * });
+ * ```
+ */
+export function createPostgresStore(options: PostgresStoreOptions): PostgresStore {
+  const { schema, table, retentionMs, timeoutMs, migrate } = resolveOptions(options);
+  let pool: pg.Pool;
+  let owned = false;
+  if (typeof options.pool === 'string') {
+    pool = new pg.Pool({ connectionString: options.pool, ...options.poolOptions });
+    owned = true;
+  } else if (options.pool && typeof (options.pool as pg.Pool).connect === 'function') {
+    pool = options.pool;
+  } else {
+    throw new TypeError('Invalid pool: pass a pg Pool or a postgres:// connection string.');
+  }
+  // An idle connection that breaks (the server restarted) must not crash the process: the next
+  // statement fails instead, and the receiver answers 503.
+  if (owned) pool.on('error', () => {});
+  const name = qualifiedName(schema, table);
+  const sql = statements(name);
+
+  let migrated: Promise<void> | undefined;
+  const createInbox = () => migrateInbox(pool, { schema, table });
+  /** Resolves once the inbox exists; a failed migration is tried again on the next call. */
+  const ready = (): Promise<void> => {
+    if (!migrate) return Promise.resolve();
+    migrated ??= withTimeout('migration', timeoutMs, createInbox).catch((error: unknown) => {
+      migrated = undefined;
+      throw error;
+    });
+    return migrated;
+  };
+
+  /** One statement of the store's own under the timeout, the inbox made first if needed. */
+  async function query<R extends object>(label: string, text: string, values: unknown[]) {
+    await ready();
+    return withTimeout(label, timeoutMs, () => pool.query<R & pg.QueryResultRow>(text, values));
+  }
+
+  return {
+    pool,
+    table: name,
+    leaseMs: options.leaseMs,
+    migrate: createInbox,
+    runInTransaction: createTransactionRunner({
+      pool,
+      markDone: sql.complete,
+      retentionMs,
+      timeoutMs,
+      ready,
+    }),
+
+    async claim(key, request) {
+      const { rows } = await query<{
+        last_claim: string;
+        state: string;
+        owner: string | null;
+        attempts: number;
+      }>('claim', sql.claim, [
+        key,
+        request.owner,
+        request.leaseMs,
+        request.payload,
+        request.businessId,
+        retentionMs,
+      ]);
+      const row = rows[0];
+      if (!row) throw new Error('The claim statement returned no row.');
+      if (row.last_claim === 'duplicate') {
+        return row.state === 'processing'
+          ? { status: 'duplicate', state: 'processing', owner: row.owner ?? '' }
+          : { status: 'duplicate', state: 'done' };
+      }
+      return {
+        status: 'claimed',
+        previous: row.last_claim as 'new' | 'failed' | 'expired',
+        attempts: row.attempts,
+      };
+    },
+
+    async renew(key, owner, leaseMs) {
+      return (await query('renew', sql.renew, [key, owner, leaseMs])).rowCount === 1;
+    },
+
+    async complete(key, owner) {
+      return (await query('complete', sql.complete, [key, owner, retentionMs])).rowCount === 1;
+    },
+
+    async fail(key, owner, error) {
+      return (await query('fail', sql.fail, [key, owner, retentionMs, error])).rowCount === 1;
+    },
+
+    async recover(owner, leaseMs, limit) {
+      // Records past their retention go a batch at a time, as instances look for lapsed leases.
+      await query('purge', sql.purge, []);
+      const { rows } = await query<{
+        key: string;
+        payload: string;
+        business_id: string | null;
+        attempts: number;
+      }>('recover', sql.recover, [owner, leaseMs, limit]);
+      return rows.map(
+        (row): RecoveredEvent => ({
+          key: row.key,
+          payload: row.payload,
+          businessId: row.business_id ?? '',
+          attempts: row.attempts,
+        }),
+      );
+    },
+
+    async get(key) {
+      const { rows } = await query<Row>('get', sql.get, [key]);
+      const row = rows[0];
+      if (!row) return undefined;
+      const num = (v: string | null) => (v === null ? undefined : Number(v));
+      return {
+        key: row.key,
+        state: row.state,
+        owner: row.owner ?? undefined,
+        leaseUntil: num(row.lease_until),
+        payload: row.payload ?? undefined,
+        businessId: row.business_id ?? undefined,
+        attempts: row.attempts,
+        error: row.error ?? undefined,
+        receivedAt: Number(row.received_at),
+        updatedAt: Number(row.updated_at),
+      };
+    },
+
+    async close() {
+      if (owned && !pool.ended) await pool.end();
+    },
+  };
+}

@@ -1,0 +1,117 @@
+// Handlers' transactions: one per attempt, from the store's pool, committed with the event's done
+// mark. At most `pool max - 2` at once, so that claims always find a connection.
+import type { HandlerContext } from '@payhook/core';
+import type { Pool, PoolClient } from 'pg';
+import { withTimeout } from './timeout.js';
+
+/** What the transaction runner needs from its store. */
+export interface TransactionRunnerOptions {
+  pool: Pool;
+  /** The done mark: $1 key, $2 owner, $3 retentionMs; one row when the owner held the key. */
+  markDone: string;
+  retentionMs: number;
+  timeoutMs: number;
+  /** Waits until the inbox exists. */
+  ready(): Promise<void>;
+}
+
+/** The store's `runInTransaction` (see `IdempotencyStore.runInTransaction` in @payhook/core). */
+export function createTransactionRunner(options: TransactionRunnerOptions) {
+  const { pool, markDone, retentionMs, timeoutMs } = options;
+  const max = (pool as Pool & { options?: { max?: number } }).options?.max ?? 10;
+  const slots = createSlots(Math.max(1, max - 2));
+
+  return async function runInTransaction(
+    key: string,
+    owner: string,
+    run: (transaction: unknown) => unknown,
+  ): Promise<boolean> {
+    await options.ready();
+    const release = await slots.take();
+    let client: PoolClient | undefined;
+    // A connection whose attempt failed is closed, not returned to the pool: a handler that timed
+    // out may still be sending statements on it.
+    let broken: Error | boolean = false;
+    try {
+      client = await connectWithin(pool, timeoutMs);
+      const open = client;
+      await withTimeout('BEGIN', timeoutMs, () => open.query('BEGIN'));
+      try {
+        await run(open);
+      } catch (error) {
+        broken = true;
+        throw error;
+      }
+      const marked = await withTimeout('done mark', timeoutMs, () =>
+        open.query(markDone, [key, owner, retentionMs]),
+      );
+      if (marked.rowCount !== 1) {
+        await withTimeout('ROLLBACK', timeoutMs, () => open.query('ROLLBACK'));
+        return false;
+      }
+      await withTimeout('COMMIT', timeoutMs, () => open.query('COMMIT'));
+      return true;
+    } catch (error) {
+      broken = true;
+      throw error;
+    } finally {
+      client?.release(broken);
+      release();
+    }
+  };
+}
+
+/** A connection of `pool` within `ms`; one that comes later is given back to the pool. */
+function connectWithin(pool: Pool, ms: number): Promise<PoolClient> {
+  const connecting = pool.connect();
+  return withTimeout('connect', ms, () => connecting).catch((error: unknown) => {
+    connecting.then(
+      (late) => late.release(),
+      () => {},
+    );
+    throw error;
+  });
+}
+
+/** A counting semaphore: `take` resolves with a release once fewer than `size` are taken. */
+function createSlots(size: number) {
+  let free = size;
+  const waiting: (() => void)[] = [];
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else free++;
+  };
+  return {
+    take(): Promise<() => void> {
+      if (free > 0) {
+        free--;
+        return Promise.resolve(release);
+      }
+      return new Promise((resolve) => waiting.push(() => resolve(release)));
+    },
+  };
+}
+
+/**
+ * The open transaction of a handler's attempt, typed: a `pg` client of the store's pool inside
+ * `BEGIN`. What the handler writes through it commits in the same transaction as the event's done
+ * mark, or not at all. Throws a TypeError when the receiver's store is not a PostgreSQL store.
+ *
+ * @example
+ * ```ts
+ * receiver.on('payment.session.succeeded', async (event, context) => {
+ *   const db = pgTransaction(context);
+ *   await db.query('UPDATE orders SET paid = true WHERE reference = $1', [event.data.reference]);
+ * });
+ * ```
+ */
+export function pgTransaction(context: HandlerContext): PoolClient {
+  const transaction = context.transaction as PoolClient | undefined;
+  if (transaction === undefined || typeof transaction.query !== 'function') {
+    throw new TypeError(
+      "context.transaction is not a PostgreSQL transaction: create the receiver with @payhook/postgres's store (createPostgresStore) to run handlers in one.",
+    );
+  }
+  return transaction;
+}
