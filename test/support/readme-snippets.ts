@@ -15,9 +15,14 @@ export interface Snippet {
   name: string;
 }
 
-/** The READMEs whose TypeScript and JavaScript blocks a merchant copies. */
+/** The READMEs and guides whose TypeScript and JavaScript blocks a merchant copies. */
 export const SNIPPET_READMES = [
   'README.md',
+  'docs/receivers.md',
+  'docs/web-runtimes.md',
+  'docs/security.md',
+  'docs/observability.md',
+  'docs/sender.md',
   'packages/core/README.md',
   'packages/express/README.md',
   'packages/koa/README.md',
@@ -36,7 +41,13 @@ export function readSnippets(root: string, readmes = SNIPPET_READMES): Snippet[]
     lines.forEach((text, i) => {
       if (start < 0 && /^```(ts|js|typescript|javascript)\s*$/.test(text)) start = i + 1;
       else if (start >= 0 && /^```\s*$/.test(text)) {
-        const dir = readme === 'README.md' ? 'root' : (readme.split('/')[1] as string);
+        // root-12.mts, core-12.mts (packages/core/README.md), docs-receivers-12.mts.
+        const dir =
+          readme === 'README.md'
+            ? 'root'
+            : readme.startsWith('docs/')
+              ? `docs-${readme.slice(5, -3)}`
+              : (readme.split('/')[1] as string);
         const code = lines.slice(start, i).join('\n');
         const extension = /^\/\/ \S+\.cts\b/.test(code) ? 'cts' : 'mts';
         out.push({ readme, line: start + 1, code, name: `${dir}-${start + 1}.${extension}` });
