@@ -233,6 +233,7 @@ describe('the dashboard: what a business sees and does', () => {
       _csrf: csrf as string,
       url: 'http://127.0.0.1:9/webhooks',
       'event:*': 'on',
+      signature_scheme: 'v1',
     });
     expect(refused.status).toBe(422);
     const text = await refused.text();
@@ -244,6 +245,7 @@ describe('the dashboard: what a business sees and does', () => {
       _csrf: csrf as string,
       url: sender.webhookUrl,
       'event:*': 'on',
+      signature_scheme: 'v1',
     });
     expect(added.headers.get('location')).toBe('/dashboard/endpoints?notice=url_added');
     const listed = await getPage(base, '/dashboard/endpoints', cookie);

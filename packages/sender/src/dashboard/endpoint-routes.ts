@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { UrlConcurrency } from '../delivery/url-concurrency.js';
-import { KNOWN_EVENT_TYPES } from '../http/webhook-endpoints.js';
+import { RotateBody } from '../http/signing-secrets.js';
+import { EndpointStatus, KNOWN_EVENT_TYPES, Scheme } from '../http/webhook-endpoints.js';
 import type { SecretView, UrlHealth } from './account-views.js';
 import type { ChartData, StatsBucket } from './chart.js';
 import {
@@ -11,34 +12,30 @@ import {
   endpointPage,
   endpointsListPage,
 } from './endpoint-views.js';
-import {
-  type ApiErrorBody,
-  apiRefusal,
-  asUtc,
-  type Form,
-  noticeOf,
-  type PageTools,
-  sendPage,
-} from './pages.js';
+import { choice, type Form, integer, optional, readForm, text } from './form.js';
+import { apiRefusal, asUtc, noticeOf, type PageTools, type Refusal, refusalOf, sendPage } from './pages.js';
 
 interface Stats {
   bucket_seconds: number;
   buckets: StatsBucket[];
 }
 
-/** A page's refusal of a form: its status and the API's error. */
-interface Refusal {
-  status: number;
-  error: ApiErrorBody['error'];
+/** The filter the add form's checkboxes make (the types checked): every event, or those types. */
+export function filterOfForm(checked: readonly string[]): string[] {
+  return checked.length === 0 || checked.includes('*') ? ['*'] : [...checked];
 }
 
-/** The filter the add form's checkboxes make: every event, or the types checked. */
-export function filterOfForm(form: Form): string[] {
-  const types = Object.keys(form)
-    .filter((key) => key.startsWith('event:') && form[key] !== undefined)
-    .map((key) => key.slice('event:'.length));
-  return types.length === 0 || types.includes('*') ? ['*'] : types;
-}
+/** The rotation forms' one field: the API's own bounds for the overlap. */
+const OverlapSeconds = RotateBody.anyOf[0].properties.overlap_seconds;
+
+/** Each form's fields, read strictly against the API's schemas (form.ts). */
+const FORMS = {
+  add: { url: text(), description: optional(text()), signature_scheme: choice(Scheme) },
+  rotate: { overlap_seconds: integer(OverlapSeconds) },
+  status: { status: choice(EndpointStatus) },
+  recover: { since: text(), until: optional(text()) },
+  none: {},
+};
 
 /**
  * The endpoints views: the list (each endpoint, its status and last 24 hours, adding one, the
@@ -119,11 +116,13 @@ export function endpointPages(
   app.post<{ Body: Form }>('/endpoints', { preHandler: signedIn }, async (request, reply) => {
     const url = (request.body.url ?? '').trim();
     const description = (request.body.description ?? '').trim();
+    const read = readForm(request.body, FORMS.add, { group: 'event:' });
+    if (!read.ok) return list(request, reply, { refusal: refusalOf(read.error), form: { url, description } });
     const answer = await call(request, 'POST', '/webhook-endpoints', {
       url,
       ...(description ? { description } : {}),
-      enabled_events: filterOfForm(request.body),
-      signature_scheme: request.body.signature_scheme === 'v1a' ? 'v1a' : 'v1',
+      enabled_events: filterOfForm(read.group),
+      signature_scheme: read.values.signature_scheme,
     });
     if (answer.status !== 201) {
       return list(request, reply, {
@@ -135,9 +134,10 @@ export function endpointPages(
   });
 
   app.post<{ Body: Form }>('/endpoints/rotate-secret', { preHandler: signedIn }, async (request, reply) => {
-    const overlap = Number.parseInt(request.body.overlap_seconds ?? '86400', 10);
+    const read = readForm(request.body, FORMS.rotate);
+    if (!read.ok) return list(request, reply, { refusal: refusalOf(read.error) });
     const answer = await call(request, 'POST', '/accounts/signing-secrets/rotate', {
-      overlap_seconds: overlap,
+      overlap_seconds: read.values.overlap_seconds,
     });
     if (answer.status !== 200 && answer.status !== 201)
       return list(request, reply, { refusal: { status: answer.status, error: answer.body.error } });
@@ -155,7 +155,9 @@ export function endpointPages(
     { preHandler: signedIn },
     async (request, reply) => {
       const id = encodeURIComponent(request.params.id);
-      const status = request.body.status === 'enabled' ? 'enabled' : 'disabled';
+      const read = readForm(request.body, FORMS.status);
+      if (!read.ok) return one(request, reply, { refusal: refusalOf(read.error) });
+      const { status } = read.values;
       const answer = await call(request, 'PATCH', `/webhook-endpoints/${id}`, { status });
       if (answer.status !== 200) return apiRefusal(reply, answer.status, answer.body);
       return reply.redirect(`/dashboard/endpoints/${id}?notice=endpoint_${status}`, 303);
@@ -167,8 +169,10 @@ export function endpointPages(
     { preHandler: signedIn },
     async (request, reply) => {
       const id = encodeURIComponent(request.params.id);
-      const since = request.body.since ?? '';
-      const until = request.body.until || undefined;
+      const read = readForm(request.body, FORMS.recover);
+      if (!read.ok) return one(request, reply, { refusal: refusalOf(read.error) });
+      const { since } = read.values;
+      const until = read.values.until || undefined;
       const answer = await call<{ data: { queued: number } }>(
         request,
         'POST',
@@ -196,9 +200,10 @@ export function endpointPages(
     { preHandler: signedIn },
     async (request, reply) => {
       const id = encodeURIComponent(request.params.id);
-      const overlap = Number.parseInt(request.body.overlap_seconds ?? '86400', 10);
+      const read = readForm(request.body, FORMS.rotate);
+      if (!read.ok) return one(request, reply, { refusal: refusalOf(read.error) });
       const answer = await call(request, 'POST', `/webhook-endpoints/${id}/signing-secrets/rotate`, {
-        overlap_seconds: overlap,
+        overlap_seconds: read.values.overlap_seconds,
       });
       if (answer.status !== 200) return apiRefusal(reply, answer.status, answer.body);
       return reply.redirect(`/dashboard/endpoints/${id}?notice=secret_rotated`, 303);
@@ -210,6 +215,8 @@ export function endpointPages(
     { preHandler: signedIn },
     async (request, reply) => {
       const id = encodeURIComponent(request.params.id);
+      const read = readForm(request.body, FORMS.none);
+      if (!read.ok) return one(request, reply, { refusal: refusalOf(read.error) });
       const answer = await call(request, 'DELETE', `/webhook-endpoints/${id}`);
       if (answer.status !== 200) return apiRefusal(reply, answer.status, answer.body);
       return reply.redirect('/dashboard/endpoints?notice=url_removed', 303);

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ApiError } from '../errors.js';
 import type { ApiAnswer } from '../http/act-as.js';
 import { databaseUnavailablePage, errorPage } from './account-views.js';
 import type { Html } from './html.js';
@@ -30,10 +31,21 @@ export const noticeOf = (query: { notice?: string; count?: string }) => {
 export const asUtc = (value: string | undefined) =>
   value ? (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(value) ? `${value}Z` : value) : undefined;
 
-export type Form = Record<string, string | undefined>;
 export type ApiErrorBody = {
   error?: { code: string; message: string; details?: { field: string; message: string }[] };
 };
+
+/** A page's refusal of a form: its status and the error it shows. */
+export interface Refusal {
+  status: number;
+  error: ApiErrorBody['error'];
+}
+
+/** A refused form (`readForm`'s error) as a page shows it. */
+export const refusalOf = (error: ApiError): Refusal => ({
+  status: error.status,
+  error: error.toJSON().error,
+});
 
 /** Sends a page as HTML. */
 export function sendPage(reply: FastifyReply, body: Html): FastifyReply {
@@ -49,6 +61,11 @@ export function apiRefusal(reply: FastifyReply, status: number, body: ApiErrorBo
     reply.code(status),
     errorPage(status, title, body.error?.message ?? 'The request was refused.', true, body.error?.details),
   );
+}
+
+/** The page of a form with values it does not offer (`readForm`'s error): its status, each field's problem. */
+export function formRefusal(reply: FastifyReply, error: ApiError): FastifyReply {
+  return apiRefusal(reply, error.status, error.toJSON());
 }
 
 /**
@@ -67,8 +84,7 @@ export function sameOrigin(request: FastifyRequest): boolean {
 }
 
 /** A test payment session for the payments page's form: a bank transfer in NGN. */
-export function sandboxSession(form: Form) {
-  const amount = Number.parseInt(form.amount ?? '', 10);
+export function sandboxSession(form: { amount: number; description?: string | undefined }) {
   return {
     customer: {
       first_name: 'Ada',
@@ -86,7 +102,7 @@ export function sandboxSession(form: Form) {
     },
     description: form.description || 'Test order',
     currency: 'NGN',
-    amount: Number.isSafeInteger(amount) ? amount : form.amount,
+    amount: form.amount,
     payment_method: { type: 'bank_account' },
     metadata: {
       order: { identifier: `dashboard-${Date.now()}`, items: [{ name: 'Test item', type: 'physical' }] },

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
+import { SandboxOutcome } from '../http/sandbox.js';
 import { type PaymentView, paymentsPage } from './account-views.js';
-import { apiRefusal, type Form, noticeOf, type PageTools, sandboxSession, sendPage } from './pages.js';
+import { choice, type Form, integer, optional, readForm, text } from './form.js';
+import { apiRefusal, formRefusal, noticeOf, type PageTools, sandboxSession, sendPage } from './pages.js';
 
 /** The payments view (test mode): the sandbox's sessions, made and completed through the API. */
 export function paymentPages(app: FastifyInstance, { signedIn, call, context }: PageTools): void {
@@ -28,7 +30,10 @@ export function paymentPages(app: FastifyInstance, { signedIn, call, context }: 
     },
   );
   app.post<{ Body: Form }>('/payments', { preHandler: signedIn }, async (request, reply) => {
-    const answer = await call(request, 'POST', '/payment-sessions', sandboxSession(request.body));
+    // The amount's range and the description's length are the payments API's to check.
+    const read = readForm(request.body, { amount: integer(), description: optional(text()) });
+    if (!read.ok) return formRefusal(reply, read.error);
+    const answer = await call(request, 'POST', '/payment-sessions', sandboxSession(read.values));
     if (answer.status !== 200 && answer.status !== 201) return apiRefusal(reply, answer.status, answer.body);
     return reply.redirect('/dashboard/payments?notice=payment_created', 303);
   });
@@ -37,7 +42,9 @@ export function paymentPages(app: FastifyInstance, { signedIn, call, context }: 
     { preHandler: signedIn },
     async (request, reply) => {
       const id = encodeURIComponent(request.params.id);
-      const outcome = request.body.outcome === 'failed' ? 'failed' : 'succeeded';
+      const read = readForm(request.body, { outcome: choice(SandboxOutcome) });
+      if (!read.ok) return formRefusal(reply, read.error);
+      const { outcome } = read.values;
       // The payer's step first (a capture; one already made is refused and changes nothing), then the sandbox's outcome.
       await call(request, 'POST', `/payment-sessions/${id}`);
       const answer = await call(request, 'POST', `/sandbox/payment-sessions/${id}/complete`, { outcome });

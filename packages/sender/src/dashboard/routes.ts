@@ -17,9 +17,18 @@ import {
   eventPage,
   eventsPage,
 } from './events-views.js';
+import { decodeForm, type Form, readForm, text } from './form.js';
 import type { PageContext } from './layout.js';
 import { createLiveStreams, MAX_LIVE_PER_BUSINESS } from './live.js';
-import { type ApiErrorBody, apiRefusal, asUtc, type Form, noticeOf, sameOrigin, sendPage } from './pages.js';
+import {
+  type ApiErrorBody,
+  apiRefusal,
+  asUtc,
+  formRefusal,
+  noticeOf,
+  sameOrigin,
+  sendPage,
+} from './pages.js';
 import { paymentPages } from './payment-routes.js';
 import { createRefreshCache } from './refresh-cache.js';
 import { rootRoutes } from './root-routes.js';
@@ -73,12 +82,19 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
   const live = createLiveStreams(options.feed);
   app.addHook('preClose', async () => live.closeAll());
   app.decorateRequest('dashboard', undefined as unknown as DashboardSession);
-  // Pages take forms only: every field is then a string, whatever a client sends (JSON here is 415).
+  // Pages take forms only: every field is then a string, whatever a client sends (JSON here is 415),
+  // decoded strictly (a broken escape or a field given twice is a 400; form.ts).
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'string', bodyLimit: 64 * 1024 },
-    (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string))),
+    (_request, body, done) => {
+      try {
+        done(null, decodeForm(body as string));
+      } catch (error) {
+        done(error as Error);
+      }
+    },
   );
   const refreshes = createRefreshCache();
   app.addHook('onSend', async (request, reply, payload) => {
@@ -96,7 +112,13 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
     if (apiError.status >= 500) request.log.error({ err: error }, 'dashboard request failed');
     sendPage(
       reply.code(apiError.status),
-      errorPage(apiError.status, 'Something went wrong', apiError.message, Boolean(request.dashboard)),
+      errorPage(
+        apiError.status,
+        apiError.status < 500 ? 'Refused' : 'Something went wrong',
+        apiError.message,
+        Boolean(request.dashboard),
+        apiError.details,
+      ),
     );
   });
   // While the database is away every page says so at once (its stylesheet and script still load).
@@ -161,7 +183,9 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
   app.post<{ Body: Form }>('/sign-in', async (request, reply) => {
     if (!sameOrigin(request))
       return sendPage(reply.code(403), signInPage({ error: 'This form was not sent by this dashboard.' }));
-    const key = (request.body?.api_key ?? '').trim();
+    const read = readForm(request.body, { api_key: text() });
+    if (!read.ok) return sendPage(reply.code(read.error.status), signInPage({ error: read.error.message }));
+    const key = read.values.api_key.trim();
     const keyHash = key.length > 0 && key.length <= 200 ? hashKey(key) : undefined;
     const principal: Principal | undefined = keyHash
       ? await principalOfKeyHash(database.db, config.apiKeys, keyHash)
@@ -182,6 +206,8 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
     const session = await readSession(database, config.apiKeys, request);
     // Signing out needs the form's token too: another site cannot sign a user out.
     if (session && !formFromPage(request, session)) return refusedForm(reply);
+    const read = readForm(request.body as Form | undefined, {});
+    if (!read.ok) return formRefusal(reply, read.error);
     await endSession(database, request, reply, session);
     return reply.redirect('/dashboard/sign-in', 303);
   });
@@ -226,8 +252,10 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
   });
 
   app.post<{ Body: Form }>('/events/redeliver', { preHandler: signedIn }, async (request, reply) => {
+    const read = readForm(request.body, { since: text() });
+    if (!read.ok) return formRefusal(reply, read.error);
     const answer = await call<{ data: { redelivered: number } }>(request, 'POST', '/events/redeliver', {
-      since: asUtc(request.body.since),
+      since: asUtc(read.values.since),
     });
     if (answer.status !== 202) return apiRefusal(reply, answer.status, answer.body);
     return reply.redirect(
@@ -253,10 +281,12 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
     },
   );
 
-  app.post<{ Params: { id: string } }>(
+  app.post<{ Params: { id: string }; Body: Form }>(
     '/events/:id/redeliver',
     { preHandler: signedIn },
     async (request, reply) => {
+      const read = readForm(request.body, {});
+      if (!read.ok) return formRefusal(reply, read.error);
       const id = encodeURIComponent(request.params.id);
       const answer = await call(request, 'POST', `/events/${id}/redeliver`, {});
       if (answer.status === 202) return reply.redirect(`/dashboard/events/${id}?notice=redelivered`, 303);

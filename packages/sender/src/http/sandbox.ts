@@ -22,6 +22,9 @@ const NoBody = Type.Union([Type.Object({}, { additionalProperties: true }), Type
 
 const capture = (row: SessionRow) => ({ auth_type: row.auth_type, links: row.links });
 
+/** A sandbox completion's outcome: the customer pays, or their payment fails. */
+export const SandboxOutcome = Type.Union([Type.Literal('succeeded'), Type.Literal('failed')]);
+
 /**
  * The sandbox's API, for test-mode keys only (to a live key these routes do not exist: 404, before
  * the body is even read). They play the customer's side of a payment:
@@ -50,7 +53,7 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
         summary: 'Sandbox: the customer pays, or their payment fails (test keys only)',
         body: Type.Object(
           {
-            outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('failed')]),
+            outcome: SandboxOutcome,
             settle: Type.Optional(
               Type.Boolean({
                 description:

@@ -37,13 +37,19 @@ const EnabledEvents = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), 
   maxItems: 50,
   description: `Event types this endpoint takes, or ["*"] for every one (the default). Known: ${KNOWN_EVENT_TYPES.join(', ')}.`,
 });
-const Scheme = Type.Union([Type.Literal('v1'), Type.Literal('v1a')], {
+/** An endpoint's signature scheme, chosen at its creation. */
+export const Scheme = Type.Union([Type.Literal('v1'), Type.Literal('v1a')], {
   description:
     'v1: HMAC-SHA256 with a whsec_ secret (the default); v1a: Ed25519, the business is given the whpk_ public key.',
 });
 const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()], {
   description:
     'At most this many attempts start per second to this endpoint, over every sender instance; null: no limit.',
+});
+
+/** The status a business sets on an endpoint. */
+export const EndpointStatus = Type.Union([Type.Literal('enabled'), Type.Literal('disabled')], {
+  description: 'disabled: nothing is sent to it (disabled_reason "manual"); enabled: turns it on again.',
 });
 
 const CreateBody = Type.Object(
@@ -62,12 +68,7 @@ const UpdateBody = Type.Object(
     url: Type.Optional(Url),
     description: Type.Optional(Description),
     enabled_events: Type.Optional(EnabledEvents),
-    status: Type.Optional(
-      Type.Union([Type.Literal('enabled'), Type.Literal('disabled')], {
-        description:
-          'disabled: nothing is sent to it (disabled_reason "manual"); enabled: turns it on again.',
-      }),
-    ),
+    status: Type.Optional(EndpointStatus),
     signature_scheme: Type.Optional(
       Type.Union([Type.Literal('v1'), Type.Literal('v1a')], {
         description: 'Fixed at creation: only its current value is accepted.',
