@@ -1,5 +1,3 @@
-import ipaddr from 'ipaddr.js';
-
 /** A set of addresses and networks, v4 and v6, checked by {@link IpAllowList.contains}. */
 export interface IpAllowList {
   /** The entries as given. */
@@ -39,16 +37,77 @@ function parseWords(text: string): Words | undefined {
     if (v4 !== undefined) return [0, 0, 0xffff, v4];
   }
   const hex = dottedTailToHex(text);
-  if (hex === undefined || !ipaddr.IPv6.isValid(hex)) return undefined;
-  const p = ipaddr.IPv6.parse(hex).parts;
+  const p = hex === undefined ? undefined : parseGroups(hex);
+  if (p === undefined) return undefined;
   const w = (i: number) => ((((p[i] as number) << 16) | (p[i + 1] as number)) >>> 0) as number;
   return [w(0), w(2), w(4), w(6)];
 }
 
 /**
+ * The eight 16-bit groups of IPv6 text in hex (RFC 4291): groups of one to four hex digits,
+ * either case, separated by `:`, with at most one `::` that stands for one or more zero groups.
+ * The dotted tail is rewritten first ({@link dottedTailToHex}). The tests compare it with ipaddr.js.
+ */
+function parseGroups(text: string): number[] | undefined {
+  const gap = text.indexOf('::');
+  if (gap !== -1 && text.indexOf('::', gap + 1) !== -1) return undefined;
+  const head = hexGroups(gap === -1 ? text : text.slice(0, gap));
+  const tail = gap === -1 ? [] : hexGroups(text.slice(gap + 2));
+  if (head === undefined || tail === undefined) return undefined;
+  const missing = 8 - head.length - tail.length;
+  if (gap === -1 ? missing !== 0 : missing < 1) return undefined;
+  return [...head, ...new Array<number>(missing).fill(0), ...tail];
+}
+
+/** The groups of `a:b:c` (none for the empty text), or undefined if one is empty, not hex or over 4 digits. */
+function hexGroups(text: string): number[] | undefined {
+  if (text === '') return [];
+  const groups: number[] = [];
+  let value = 0;
+  let digits = 0;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i === text.length ? 0x3a : text.charCodeAt(i);
+    if (c === 0x3a) {
+      if (digits === 0) return undefined;
+      groups.push(value);
+      value = 0;
+      digits = 0;
+      continue;
+    }
+    const lower = c | 0x20;
+    const digit = c >= 0x30 && c <= 0x39 ? c - 0x30 : lower >= 0x61 && lower <= 0x66 ? lower - 0x57 : -1;
+    if (digit < 0) return undefined;
+    if (++digits > 4) return undefined;
+    value = value * 16 + digit;
+  }
+  return groups;
+}
+
+/**
+ * IPv6 groups as RFC 5952 writes them: lower-case hex without leading zeros, the longest run of two
+ * or more zero groups (the first of equal runs) written `::`.
+ */
+function formatGroups(groups: readonly number[]): string {
+  let best = -1;
+  let bestLength = 1;
+  for (let i = 0; i < groups.length; ) {
+    let j = i;
+    while (j < groups.length && groups[j] === 0) j++;
+    if (j - i > bestLength) {
+      best = i;
+      bestLength = j - i;
+    }
+    i = j === i ? i + 1 : j;
+  }
+  const hex = groups.map((g) => g.toString(16));
+  if (best < 0) return hex.join(':');
+  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLength).join(':')}`;
+}
+
+/**
  * Strict four-part decimal IPv4 (no leading zeros, no `inet_aton` short, hex or octal forms),
- * as an unsigned 32-bit number: the rule of ipaddr.js's `isValidFourPartDecimal`, without its
- * regular expressions, because this runs on every request.
+ * as an unsigned 32-bit number: the rule of ipaddr.js's `isValidFourPartDecimal` (the reference
+ * the tests compare with), without regular expressions, because this runs on every request.
  */
 function parseDottedQuad(text: string): number | undefined {
   let value = 0;
@@ -75,9 +134,9 @@ function parseDottedQuad(text: string): number | undefined {
 
 /**
  * IPv6 text whose last 32 bits are written as dotted IPv4 (`::ffff:192.0.2.1`, `64:ff9b::192.0.2.1`),
- * rewritten with those bits in hex. ipaddr.js reads any such text as IPv4-mapped, so the deprecated
- * IPv4-compatible `::192.0.2.1` would match the IPv4 entry `192.0.2.1`; spelled out in hex, each
- * form keeps its own 128 bits and only the mapped form equals an IPv4 address.
+ * rewritten with those bits in hex, so that each form keeps its own 128 bits and only the mapped
+ * form equals an IPv4 address (the deprecated IPv4-compatible `::192.0.2.1` does not match the IPv4
+ * entry `192.0.2.1`).
  */
 function dottedTailToHex(text: string): string | undefined {
   if (!text.includes('.')) return text;
@@ -184,7 +243,9 @@ export function normalizeIp(address: string | undefined): string | undefined {
     const v = words[3];
     return `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
   }
-  return ipaddr.IPv6.parse(dottedTailToHex(bare) as string).toString();
+  const groups: number[] = [];
+  for (const word of words) groups.push(word >>> 16, word & 0xffff);
+  return formatGroups(groups);
 }
 
 /** Where {@link resolveClientIp} reads the client address from. */

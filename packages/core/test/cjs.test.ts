@@ -33,7 +33,6 @@ describe('the CommonJS build', () => {
   it('requires its dependencies rather than bundling them', () => {
     const cjs = readFileSync(`${root}dist/index.cjs`, 'utf8');
     expect(cjs).toContain('require("typebox")');
-    expect(cjs).toContain('require("ipaddr.js")');
     expect(cjs).not.toContain('node_modules/');
   });
 });

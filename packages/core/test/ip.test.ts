@@ -197,7 +197,7 @@ describe('resolveClientIp', () => {
   });
 });
 
-describe('the hand-written IPv4 path agrees with ipaddr.js', () => {
+describe('the hand-written IPv4 and IPv6 parsers agree with ipaddr.js', () => {
   /** What ipaddr.js makes of an address, with the strict rules of this module. */
   function reference(input: string): string | undefined {
     const trimmed = input.trim();
@@ -227,7 +227,19 @@ describe('the hand-written IPv4 path agrees with ipaddr.js', () => {
   const v4ish = fc
     .tuple(octet, octet, octet, octet, fc.constantFrom('', '.1', '.'))
     .map(([a, b, c, d, e]) => `${a}.${b}.${c}.${d}${e}`);
+  // IPv6-like text near the rules' edges: empty, long and oversized groups, several `::`, 1 to 10 groups.
+  const v6ish = fc
+    .array(
+      fc.tuple(
+        fc.constantFrom('', '0', '00000', '0000ffff', 'fFfF', '10000', '1', 'abc', 'g'),
+        fc.constantFrom(':', ':', '::'),
+      ),
+      { minLength: 1, maxLength: 10 },
+    )
+    .map((parts) => parts.map(([group, separator]) => group + separator).join(''))
+    .chain((text) => fc.constantFrom(text, text.slice(0, -1), `::${text}`, `${text}1`));
   const address = fc.oneof(
+    v6ish,
     fc.ipV4(),
     fc.ipV4Extended(),
     v4ish,
