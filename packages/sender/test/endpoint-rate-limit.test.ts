@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEndpointPacer, RATE_HORIZON_MS } from '../src/delivery/rate-limit.js';
+import { createRateLimiter, RATE_HORIZON_MS } from '../src/delivery/rate-limit.js';
 import {
   createDeliveryClient,
   createDeliveryWorker,
@@ -119,7 +119,7 @@ describe('rate_limit_per_second across two delivery workers on one PostgreSQL', 
     expect(starts).toHaveLength(EVENTS);
     // Whichever instance claimed them (one may claim every row ahead), each attempt was sent once.
     expect((sentBy[0] ?? 0) + (sentBy[1] ?? 0)).toBe(EVENTS);
-    // Each attempt starts at its slot or after it, never before: slots are one interval apart, so
+    // Each attempt starts at its send time or after it, never before: send times are one interval apart, so
     // no second holds more than the limit (one more for a start that its process's timer made late,
     // next to an on-time one; two starts may then be close, which is why gaps are not checked).
     for (let i = 0; i < starts.length; i++) {
@@ -128,30 +128,30 @@ describe('rate_limit_per_second across two delivery workers on one PostgreSQL', 
       ).length;
       expect(inWindow).toBeLessThanOrEqual(RATE + 1);
     }
-    // The last slot is (EVENTS - 1) intervals after the first: the attempts took at least that long,
+    // The last send time is (EVENTS - 1) intervals after the first: the attempts took at least that long,
     // less what a late first start took off (unpaced, all twelve would start within milliseconds).
     expect((starts.at(-1) as number) - (starts[0] as number)).toBeGreaterThanOrEqual(
       (EVENTS - 1) * INTERVAL_MS - 1000,
     );
   });
 
-  it('never gives one slot to two instances: concurrent takes from both are one interval apart', async () => {
+  it('never gives one send time to two instances: concurrent reservations from both are one interval apart', async () => {
     const id = await endpoint('https://slots.example/', RATE);
-    const pacers = databases.map((d) => createEndpointPacer(d));
+    const limiters = databases.map((d) => createRateLimiter(d));
     const at = new Date(Date.now() + 60_000);
-    // Twenty takes at once, half through each instance's own pool, all at the same instant.
-    const paces = await Promise.all(
+    // Twenty reservations at once, half through each instance's own pool, all at the same instant.
+    const reservations = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        (pacers[i % 2] as ReturnType<typeof createEndpointPacer>).pace(id, at),
+        (limiters[i % 2] as ReturnType<typeof createRateLimiter>).reserve(id, at),
       ),
     );
-    const slots = paces
+    const sendTimes = reservations
       .flatMap((p) => (p && 'sendAt' in p ? [p.sendAt.getTime()] : []))
       .sort((a, b) => a - b);
-    // The slots within the horizon (1 s: five of them at 5/s), each taken once, exactly one interval apart.
-    expect(slots).toEqual(Array.from({ length: RATE }, (_, i) => at.getTime() + i * INTERVAL_MS));
-    // The others are told to come back when a slot may be free, and took none.
-    const later = paces.flatMap((p) => (p && 'dueAt' in p ? [p.dueAt.getTime()] : []));
+    // The send times within the horizon (1 s: five of them at 5/s), each reserved once, exactly one interval apart.
+    expect(sendTimes).toEqual(Array.from({ length: RATE }, (_, i) => at.getTime() + i * INTERVAL_MS));
+    // The others are told to come back when a send time may be free, and reserved none.
+    const later = reservations.flatMap((p) => (p && 'dueAt' in p ? [p.dueAt.getTime()] : []));
     expect(later).toHaveLength(20 - RATE);
     for (const due of later) expect(due).toBe(at.getTime() + RATE * INTERVAL_MS - RATE_HORIZON_MS);
   });

@@ -4,13 +4,10 @@ import type { AttemptOutcome } from './attempt-outcome.js';
 import { type AttemptRecord, type Claim, recordAttemptsStatement } from './delivery-state.js';
 import { type AttemptFeed, eventTypeOf } from './feed.js';
 import type { WorkerLogger } from './logger.js';
+import { receiverErrorCode } from './refusal-hint.js';
 import { retryAfterTime } from './retry-after.js';
 import { nextAttemptAt } from './schedule.js';
-
-/** How long an attempt's outcome waits for others to be recorded with it, in ms. */
-const RECORD_WINDOW_MS = 6;
-/** Outcomes that, waiting after a write, are written at once rather than after a window. */
-const RECORD_BATCH = 32;
+import { RECORD_BATCH, RECORD_WINDOW_MS } from './tuning.js';
 
 /** What {@link createAttemptRecorder} needs of its worker. */
 export interface AttemptRecorderOptions {
@@ -37,7 +34,7 @@ export interface AttemptRecorderOptions {
  */
 export function createAttemptRecorder(
   options: AttemptRecorderOptions,
-): (claim: Claim, startedAt: Date, outcome: AttemptOutcome) => Promise<void> {
+): (claim: Claim, startedAt: Date, outcome: AttemptOutcome, hint?: string) => Promise<void> {
   const { database, now, random, logger: log, feed } = options;
   const retryForMs = options.retryForMs ?? 30_000;
 
@@ -46,6 +43,8 @@ export function createAttemptRecorder(
     claim: Claim;
     startedAt: Date;
     outcome: AttemptOutcome;
+    /** What the refusal most likely means (`refusalHint`), for the feed's attempt lines. */
+    hint?: string | undefined;
     /** Past this (process time, ms), a write lost to an outage is given up. */
     retryUntil: number;
     /** Written again after a lost connection: the first write may have committed after all. */
@@ -65,12 +64,13 @@ export function createAttemptRecorder(
    * came in during a write: with few attempts in flight (a URL at its limit), writing them at
    * once made a statement and a commit for every one or two, and cost a third of the rate.
    */
-  function record(claim: Claim, startedAt: Date, outcome: AttemptOutcome): Promise<void> {
+  function record(claim: Claim, startedAt: Date, outcome: AttemptOutcome, hint?: string): Promise<void> {
     return new Promise((resolve, reject) => {
       unwritten.push({
         claim,
         startedAt,
         outcome,
+        hint,
         retryUntil: Date.now() + retryForMs,
         done: (error) => (error ? reject(error) : resolve()),
       });
@@ -132,6 +132,7 @@ export function createAttemptRecorder(
     if (feed?.active) {
       feed.publish(
         rows
+          .map((r, i) => ({ ...r, hint: batch[i]?.hint }))
           .filter((r) => kept.has(r.claim.id))
           .map((r) => ({
             eventId: r.claim.event_id,
@@ -145,6 +146,8 @@ export function createAttemptRecorder(
             statusCode: r.outcome.statusCode,
             latencyMs: r.outcome.latencyMs,
             errorCode: r.outcome.error?.code ?? null,
+            receiverCode: r.outcome.ok ? null : (receiverErrorCode(r.outcome.responseBody) ?? null),
+            hint: r.hint ?? null,
             startedAt: r.startedAt,
           })),
       );

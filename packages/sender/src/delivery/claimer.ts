@@ -4,11 +4,7 @@ import { type Claim, claimDeliveries, otherUrlsDue, releaseOrphanedClaims } from
 import type { HeldClaims } from './held-claims.js';
 import type { UrlShare } from './membership.js';
 import { traceClaim } from './tracing.js';
-
-/** Claims in a row, per pass, that may read nothing but backlogs to pace (see `ClaimPass`). */
-const PACING_CLAIMS = 8;
-/** The most rows one pacing claim reads. */
-const PACING_LIMIT = 1024;
+import { PACING_CLAIMS, PACING_LIMIT } from './tuning.js';
 
 /** What the worker's claims need of it. */
 export interface ClaimerOptions {
@@ -20,10 +16,10 @@ export interface ClaimerOptions {
   /** This instance's share of the URLs, once it has joined the others. */
   share: () => UrlShare | undefined;
   /**
-   * Whether claims pace backlogs now: while the worker runs, not for `runDue`, which promises
-   * every row due now (asked at each claim).
+   * Whether claims pace backlogs now (move their due rows to their turn): while the worker runs,
+   * not for `runDue`, which promises every row due now (asked at each claim).
    */
-  pace: () => boolean;
+  pacing: () => boolean;
   /** Eight hex digits that begin this worker's claim tokens (default: random, per claimer). */
   owner?: string;
 }
@@ -96,14 +92,14 @@ export function createClaimer(options: ClaimerOptions) {
   }
 
   /**
-   * The filter of the next claim at `at`. When it would look past backlogs (and `pace`, and not
+   * The filter of the next claim at `at`. When it would look past backlogs (and `pacing`, and not
    * `further` in a cascade that found other rows already), it first asks whether any other URL's
    * row is due ({@link otherUrlsDue}): pacing is worth its writes only then. One walk of the due
    * index, stopped at the first such row, once a wake-up rather than at every claim.
    */
-  async function claimFilter(at: Date, pace: boolean, further: boolean): Promise<ClaimFilter> {
+  async function claimFilter(at: Date, pacing: boolean, further: boolean): Promise<ClaimFilter> {
     const filter = held.claimFilter(at.getTime(), leaseMs, lookPast);
-    if (!pace || !lookPast || further || filter.paced.length === 0) return filter;
+    if (!pacing || !lookPast || further || filter.paced.length === 0) return filter;
     const urls = filter.paced.map((p) => p.url);
     const share = shareOf();
     if (await database.delivery((db) => otherUrlsDue(db, { now: at, urls, share }))) return filter;
@@ -113,17 +109,17 @@ export function createClaimer(options: ClaimerOptions) {
 
   /**
    * Claims from the first `limit` due deliveries, within what each URL has room for (`filter`).
-   * When `pace`, the due rows it reads of the URLs the filter paces are moved to their turn past
+   * When `pacing`, the due rows it reads of the URLs the filter paces are moved to their turn past
    * those URLs' rooms; otherwise (`runDue` promises every row due now) they stay due, and those
    * URLs take only their room. Answers whether the next claim should read further
    * (`readFurther`): it moved paced rows and either read all it could (every row a paced URL's,
    * so other URLs' rows may be due behind them) or claimed rows of other URLs too (so other URLs
    * are due, and pacing is worth its writes).
    */
-  async function claim(limit: number, at: Date, filter: ClaimFilter, pace: boolean) {
+  async function claim(limit: number, at: Date, filter: ClaimFilter, pacing: boolean) {
     const { skipIds, rooms } = filter;
-    const paced = pace ? filter.paced : [];
-    if (!pace) for (const { url } of filter.paced) if (!rooms.has(url)) rooms.set(url, 0);
+    const paced = pacing ? filter.paced : [];
+    if (!pacing) for (const { url } of filter.paced) if (!rooms.has(url)) rooms.set(url, 0);
     const share = shareOf();
     const result = await traceClaim(
       limit,
@@ -182,14 +178,14 @@ export function createClaimer(options: ClaimerOptions) {
       let pacingLimit = 0;
       return {
         async next(room, at) {
-          const pace = options.pace();
-          const found = await claimFilter(at, pace, pacingOnly > 0);
+          const pacing = options.pacing();
+          const found = await claimFilter(at, pacing, pacingOnly > 0);
           // Every URL held is at its limit: a claim could only pace their backlogs to find other
           // URLs' rows behind them. Worth it when other rows may be due (new events, the poll, or
           // the last claim paced all it read); a freed slot of a URL at its limit is no reason.
           if (found.rooms.size === 0 && found.paced.length > 0 && !lookPast) return undefined;
           const limit = pacingOnly > 0 ? pacingLimit : claimLimit(room, found.rooms);
-          const { claims, rooms, readFurther } = await claim(limit, at, found, pace);
+          const { claims, rooms, readFurther } = await claim(limit, at, found, pacing);
           const leftDue = claims.length >= limit || found.paced.length > 0;
           if (readFurther && pacingOnly < PACING_CLAIMS) {
             // It paced backlogs and read all it could, or found other URLs' rows among them:

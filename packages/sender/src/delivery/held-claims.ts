@@ -1,13 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Claim, PacedUrl } from './delivery-state.js';
-
-/**
- * How far ahead a URL's held rows should last at its observed pace: about the time a claim takes
- * on a busy database, so that a fast URL's next rows arrive before its slots run dry.
- */
-const HORIZON_MS = 25;
-/** URLs whose pace is kept. */
-const PACES_KEPT = 1024;
+import { HELD_PER_SLOT, PACE_HORIZON_MS, PACE_WEIGHT, PACES_KEPT, URL_HELD_SHARE } from './tuning.js';
 
 /** A claim the worker holds: waiting in `ready`, being sent, or sent and being recorded. */
 interface Held {
@@ -17,7 +10,7 @@ interface Held {
   /** Set once its attempt begins: resolves when the attempt is sent and recorded. */
   done?: Promise<void>;
   /**
-   * When its request went out, on the latency clock: after its rate limit's slot and its signature,
+   * When its request went out, on the latency clock: after its rate limit's send time and its signature,
    * which wait on the database, so that a URL's pace is its answers' alone.
    */
   sentAt?: number;
@@ -82,15 +75,15 @@ export class HeldClaims {
   /** Rows held at most for one URL, however fast: three quarters of the worker's capacity. */
   readonly urlCapacityMax: number;
   /** Claims held, by delivery id: ready, being sent, or sent and being recorded. */
-  readonly inFlight = new Map<string, Held>();
+  private readonly inFlight = new Map<string, Held>();
   /** Claimed ahead, waiting for a slot, in due order. */
-  ready: Claim[] = [];
+  private ready: Claim[] = [];
   /** Attempts being sent: what `concurrency` limits. */
-  sending = 0;
+  private sending = 0;
   /** Attempts started since the worker was made. */
-  begun = 0;
+  private begun = 0;
   /** Attempts started and not yet done: being sent, or sent and being recorded. */
-  active = 0;
+  private active = 0;
   /** Attempts being sent, per URL: what `perUrlConcurrency` limits. */
   private readonly perUrlCount = new Map<string, number>();
   /** Rows held per URL, being sent or ready: at most its `capacityOf` when claimed. */
@@ -100,6 +93,43 @@ export class HeldClaims {
    * they may hold. Their freed slots wait for room for a batch (see {@link batching}).
    */
   private readonly capped = new Set<string>();
+
+  /** Claims held: ready, being sent, or sent and being recorded. */
+  get heldCount(): number {
+    return this.inFlight.size;
+  }
+  /** Attempts started since the worker was made (what `runDue` counts). */
+  get begunCount(): number {
+    return this.begun;
+  }
+  /** Attempts begun and not yet done: being sent, or sent and being recorded. */
+  get activeCount(): number {
+    return this.active;
+  }
+  /** Attempts being sent now (`readyCount`: rows claimed ahead, waiting for a slot). */
+  get sendingCount(): number {
+    return this.sending;
+  }
+  get readyCount(): number {
+    return this.ready.length;
+  }
+
+  /**
+   * The rows the next claim may bring (its capacity less the rows being sent and ready), once at
+   * least `refill` so that one claim serves several attempts, or any while nothing is; else 0.
+   */
+  roomToClaim(): number {
+    const busy = this.sending + this.ready.length;
+    const room = this.capacity - busy;
+    return room >= this.refill || (busy === 0 && room > 0) ? room : 0;
+  }
+
+  /** The ends of the attempts begun and not yet done (what a shutdown waits for, within its grace). */
+  attemptsRunning(): Promise<void>[] {
+    const running: Promise<void>[] = [];
+    for (const held of this.inFlight.values()) if (held.done) running.push(held.done);
+    return running;
+  }
 
   /** Whether some URL's last claim filled its room: more of its rows may be due. */
   get anyCapped(): boolean {
@@ -117,10 +147,10 @@ export class HeldClaims {
   private settled: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(private readonly options: HeldClaimsOptions) {
-    this.capacity = 4 * options.concurrency;
+    this.capacity = HELD_PER_SLOT * options.concurrency;
     this.refill = options.concurrency;
-    this.urlCapacity = 4 * options.perUrl;
-    this.urlCapacityMax = Math.max(this.urlCapacity, Math.floor((3 * this.capacity) / 4));
+    this.urlCapacity = HELD_PER_SLOT * options.perUrl;
+    this.urlCapacityMax = Math.max(this.urlCapacity, Math.floor(URL_HELD_SHARE * this.capacity));
     this.clock = options.clock ?? (() => performance.now());
   }
 
@@ -131,7 +161,7 @@ export class HeldClaims {
 
   /**
    * Rows this instance may hold for `url`, being sent or ready: none without a slot; 4 per slot of
-   * the URL's limit until its pace is known; then what its slots send in twice {@link HORIZON_MS},
+   * the URL's limit until its pace is known; then what its slots send in twice {@link PACE_HORIZON_MS},
    * within `urlCapacityMax`. A fast URL with a long backlog is then claimed in batches as large as
    * many URLs' are, and its slots never wait for a claim; a slow one holds no more than before, so
    * its rows never keep the worker's room from the others (docs/decisions.md, "One URL's backlog").
@@ -141,7 +171,7 @@ export class HeldClaims {
     if (slots <= 0) return 0;
     const pace = this.pace.get(url);
     if (pace === undefined) return this.urlCapacity;
-    const ahead = Math.ceil((2 * HORIZON_MS * slots) / Math.max(pace, 0.01));
+    const ahead = Math.ceil((2 * PACE_HORIZON_MS * slots) / Math.max(pace, 0.01));
     return Math.min(this.urlCapacityMax, Math.max(this.urlCapacity, ahead));
   }
 
@@ -285,7 +315,7 @@ export class HeldClaims {
 
   /**
    * Notes that an attempt's request goes out now: its URL's pace counts from here. A database that
-   * is slow to give a rate limit's slot or a signing secret (an outage) is not the URL's pace: a
+   * is slow to reserve a rate limit's send time or to give a signing secret (an outage) is not the URL's pace: a
    * pace taken from the slot would move the URL's rows seconds ahead at the next claim.
    */
   requestStarted(claim: Claim): void {
@@ -306,7 +336,7 @@ export class HeldClaims {
       const pace = this.pace.get(claim.url);
       // Deleted and set again: the Map's order is then the order of use, oldest first.
       this.pace.delete(claim.url);
-      this.pace.set(claim.url, pace === undefined ? took : pace + (took - pace) / 8);
+      this.pace.set(claim.url, pace === undefined ? took : pace + (took - pace) * PACE_WEIGHT);
       if (this.pace.size > PACES_KEPT) this.pace.delete(this.pace.keys().next().value as string);
     }
     return held;

@@ -1,7 +1,7 @@
 import type { WorkerLogger } from './logger.js';
+import { ORPHAN_SWEEPS_MS } from './tuning.js';
 
-/** When the sweeps run after a failure or an outage's end, in ms (see {@link createOrphanSweeps}). */
-export const ORPHAN_SWEEPS_MS: readonly number[] = [250, 2000, 5000, 12_000];
+export { ORPHAN_SWEEPS_MS };
 
 /** The sweeps of one worker for the claims it made and does not hold. */
 export interface OrphanSweeps {

@@ -1,50 +1,50 @@
 // The per-endpoint rate limit (`rate_limit_per_second`), held across sender instances the way the
 // per-URL limit is: in the database. Each endpoint row keeps `next_send_at`, the earliest time its
-// next attempt may start; an attempt takes the slot at that time (or now, if later) and moves it
-// one interval on, in one statement under the row's lock, so two instances never take one slot
-// (docs/decisions.md, "A rate limit per endpoint").
+// next attempt may start; an attempt reserves that send time (or now, if later) and moves it one
+// interval on, in one statement under the row's lock, so two instances never reserve one send time
+// (docs/decisions.md, "A rate limit per endpoint"). Its words are "reserve" and "send time", not
+// the pace or the slots of the worker's glossary (docs/architecture.md).
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import type { Database } from '../db/database.js';
+import { RATE_CACHE_MS, RATE_HORIZON_MS } from './tuning.js';
 
-/** How far ahead an attempt may take a slot and wait for it in this process: 1 s. */
-export const RATE_HORIZON_MS = 1000;
-/** How long this process keeps an endpoint's limit (or its having none) before reading it again: 5 s. */
-export const RATE_CACHE_MS = 5000;
+export { RATE_CACHE_MS, RATE_HORIZON_MS };
 
 /** What an attempt to a rate-limited endpoint does: start at `sendAt`, or go back until `dueAt`. */
-export type Pace = { sendAt: Date } | { dueAt: Date };
+export type Reservation = { sendAt: Date } | { dueAt: Date };
 
 /** The rate limiter of one delivery worker. */
-export interface EndpointPacer {
+export interface EndpointRateLimiter {
   /**
-   * The pace of one attempt to `endpointId` at `at`: undefined when the endpoint has no limit
-   * (or is gone), else a slot within {@link RATE_HORIZON_MS} (taken), or the time to try again.
+   * Reserves the send time of one attempt to `endpointId` asked at `at` (the worker's clock):
+   * undefined when the endpoint has no limit (or is gone), else a send time within
+   * {@link RATE_HORIZON_MS} (reserved), or the time to try again.
    */
-  pace(endpointId: string, at: Date): Promise<Pace | undefined>;
+  reserve(endpointId: string, at: Date): Promise<Reservation | undefined>;
 }
 
 /**
- * Creates a worker's pacer: the endpoints' limits are read at most every {@link RATE_CACHE_MS}
- * (so an attempt to an endpoint without a limit costs no statement), and a limited endpoint's slot
- * is taken in the database. `clock` (ms) times the slot statements' round trip, which sets the
- * earliest slot an attempt takes.
+ * Creates a worker's rate limiter: the endpoints' limits are read at most every
+ * {@link RATE_CACHE_MS} (so an attempt to an endpoint without a limit costs no statement), and a
+ * limited endpoint's send time is reserved in the database. `clock` (ms) times the reserving
+ * statements' round trip, which sets the earliest send time an attempt reserves.
  *
  * @example
  * ```ts
- * const pace = await createEndpointPacer(database).pace(claim.endpoint_id, new Date());
+ * const reserved = await createRateLimiter(database).reserve(claim.endpoint_id, new Date());
  * ```
  */
-export function createEndpointPacer(
+export function createRateLimiter(
   database: Database,
   clock: () => number = () => performance.now(),
-): EndpointPacer {
+): EndpointRateLimiter {
   const limits = new Map<string, { limited: boolean; readAt: number }>();
   /**
-   * How long a slot's statement takes to come back (ms, a moving average). The first slot free is
-   * taken no earlier than that after the ask: a slot granted for a time already past when its
-   * answer arrives would start at once, beside the slots after it, and the receiver would see a
-   * burst above the limit by the round trip's worth (about 6 % at 100 a second, PostgreSQL 15 ms
+   * How long a reserving statement takes to come back (ms, a moving average). The first send time
+   * free is reserved no earlier than that after the ask: a send time granted already past when its
+   * answer arrives would start at once, beside the send times after it, and the receiver would see
+   * a burst above the limit by the round trip's worth (about 6 % at 100 a second, PostgreSQL 15 ms
    * away each way).
    */
   let roundTripMs = 0;
@@ -66,7 +66,7 @@ export function createEndpointPacer(
   }
 
   return {
-    async pace(endpointId, at) {
+    async reserve(endpointId, at) {
       if (!(await limited(endpointId))) return undefined;
       const horizon = new Date(at.getTime() + RATE_HORIZON_MS);
       const asked = clock();

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { BEST_DRIFT, LATENCY_WEIGHT, QUEUE_FACTOR, QUEUE_SLACK_MS, URLS_KEPT } from './tuning.js';
 
 /**
  * The bounds of each URL's concurrency (the attempts sent to it at once, over every instance), and
@@ -22,19 +23,6 @@ export const URL_CONCURRENCY_DEFAULTS: Readonly<UrlConcurrencyBounds> = Object.f
   max: 32,
   slowMs: 1000,
 });
-
-/** How many URLs' limits are kept (the least recently answered are forgotten, back to `initial`). */
-const URLS_KEPT = 1024;
-/** The weight of each answer in a URL's latency average. */
-const LATENCY_WEIGHT = 1 / 8;
-/**
- * A URL whose latency average is above this many times its best (plus {@link QUEUE_SLACK_MS}) is
- * queueing our attempts: its limit stops growing until the average comes down.
- */
-const QUEUE_FACTOR = 2;
-const QUEUE_SLACK_MS = 10;
-/** How fast a URL's best latency forgets a fast past (per answer), so a moved server is relearnt. */
-const BEST_DRIFT = 1.001;
 
 /** What one answer of a URL was, for {@link UrlConcurrency.answered}. */
 export interface UrlAnswer {

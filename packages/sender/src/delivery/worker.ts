@@ -10,7 +10,7 @@ import { logFailure, silentLogger } from './logger.js';
 import { joinDeliveryInstances, type Membership, slotsHere } from './membership.js';
 import { observeAttempt } from './metrics.js';
 import { createOrphanSweeps } from './orphan-sweeps.js';
-import { createEndpointPacer } from './rate-limit.js';
+import { createRateLimiter } from './rate-limit.js';
 import { createRefusalHints, refusalHint } from './refusal-hint.js';
 import { serialPasses } from './serial-passes.js';
 import { beginAttemptSpan } from './tracing.js';
@@ -73,7 +73,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const record = createAttemptRecorder({ database, now, random, logger: log, feed, retryForMs: leaseMs / 2 });
   const keyring = signingKeyring(database);
   const hintDue = createRefusalHints();
-  const pacer = createEndpointPacer(database);
+  const rateLimiter = createRateLimiter(database);
 
   let mode: WorkerMode = 'idle';
   /** True in `idle` and `running`: the worker claims, starts attempts and wakes itself. */
@@ -96,14 +96,13 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     slots: (url) => slotsHere(url, urlConcurrency.limit(url), perUrl, membership?.share()),
     urlLimit: (url) => urlConcurrency.limit(url),
   });
-  const { capacity, refill } = held;
   const claimer = createClaimer({
     database,
     held,
     leaseMs,
     perUrl,
     share: () => membership?.share(),
-    pace: () => mode === 'running',
+    pacing: () => mode === 'running',
   });
   const pump = serialPasses(fill, () => !claiming);
   /** Gives back, after a failure, the claims this worker made and does not hold (`orphan-sweeps.ts`). */
@@ -137,7 +136,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     if (renewal || !claiming) return;
     renewal = setInterval(
       () => {
-        if (held.inFlight.size === 0) {
+        if (held.heldCount === 0) {
           clearInterval(renewal);
           renewal = undefined;
           return;
@@ -151,16 +150,19 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
 
   /**
    * Sends one attempt; resolves with its outcome once the response is read (before it is
-   * recorded). An endpoint with a rate limit waits for its slot first, or, with none free within
-   * the pacer's horizon, sends nothing and answers when to try again (`later`).
+   * recorded). An endpoint with a rate limit waits for the send time it reserved first, or, with
+   * none free within the rate limiter's horizon, sends nothing and answers when to try again (`later`).
    */
   async function send(
     claim: Claim,
-  ): Promise<{ startedAt: Date; outcome: AttemptOutcome; later?: undefined } | { later: Date }> {
+  ): Promise<
+    | { startedAt: Date; outcome: AttemptOutcome; hint: string | undefined; later?: undefined }
+    | { later: Date }
+  > {
     if (claim.endpoint_id) {
-      const pace = await pacer.pace(claim.endpoint_id, now());
-      if (pace && 'dueAt' in pace) return { later: pace.dueAt };
-      const wait = pace ? pace.sendAt.getTime() - now().getTime() : 0;
+      const reserved = await rateLimiter.reserve(claim.endpoint_id, now());
+      if (reserved && 'dueAt' in reserved) return { later: reserved.dueAt };
+      const wait = reserved ? reserved.sendAt.getTime() - now().getTime() : 0;
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     }
     // Standard Webhooks headers: the same webhook-id at every attempt, a fresh timestamp and
@@ -208,7 +210,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         durationSeconds,
       });
     }
-    return { startedAt, outcome };
+    return { startedAt, outcome, hint };
   }
 
   /** Frees a slot once an attempt's response is in: recording it needs no connection to the URL. */
@@ -221,9 +223,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     if (!maybeDue) return;
     // More work may be due, for this URL or another. Claims wait for some room, so that one
     // claim serves several attempts rather than one each (and see `HeldClaims.batching`).
-    const batching = held.batching(claim.url, urlHeld);
-    const ready = held.ready.length;
-    if (held.sending + ready === 0 || (!batching && capacity - held.sending - ready >= refill)) wake();
+    const idle = held.sendingCount + held.readyCount === 0;
+    if (idle || (!held.batching(claim.url, urlHeld) && held.roomToClaim() > 0)) wake();
   }
 
   /** Begins the attempt of a ready claim (called by `HeldClaims.startReady`). */
@@ -234,7 +235,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       .then((sent) => {
         freed = true;
         freeSlot(claim);
-        // No slot of its endpoint's rate limit: given back, due when one may be free.
+        // No send time free under its endpoint's rate limit: given back, due when one may be.
         const later = sent.later;
         if (later) {
           return database.delivery(async (db) => {
@@ -242,7 +243,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           });
         }
         // The claim stays in flight (its lease renewed, never claimed again here) until recorded.
-        return record(claim, sent.startedAt, sent.outcome);
+        return record(claim, sent.startedAt, sent.outcome, sent.hint);
       })
       .catch((error: unknown) => {
         // Reading the signing secrets or recording the attempt failed: the claim is let go, and
@@ -268,8 +269,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     await orphans.runIfDue();
     const pass = claimer.pass();
     while (claiming) {
-      const room = capacity - held.sending - held.ready.length;
-      if (room <= 0 || (room < refill && held.sending + held.ready.length > 0)) break;
+      const room = held.roomToClaim();
+      if (room === 0) break;
       const at = now();
       const claimed = await pass.next(room, at);
       if (claimed === undefined) break;
@@ -317,11 +318,11 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       await release(held.dropReady()).catch((error: unknown) =>
         logFailure(log, error, 'releasing unstarted deliveries failed'),
       );
-      const running = [...held.inFlight.values()];
+      const running = held.attemptsRunning();
       if (running.length > 0) {
         let grace: NodeJS.Timeout | undefined;
         await Promise.race([
-          Promise.allSettled(running.map((f) => f.done)),
+          Promise.allSettled(running),
           new Promise((resolve) => {
             grace = setTimeout(resolve, graceMs);
           }),
@@ -375,18 +376,18 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     wake: wakeToLook,
     async runDue() {
       // Counted at the start of each attempt: wake-ups start some too, not only this loop.
-      const before = held.begun;
+      const before = held.begunCount;
       for (;;) {
-        if (!claiming) return held.begun - before;
+        if (!claiming) return held.begunCount - before;
         await pump.run();
-        if (held.inFlight.size === 0) {
+        if (held.heldCount === 0) {
           // Nothing running: one more look, in case a pass ended as the last attempt finished.
           await pump.run();
-          if (held.inFlight.size === 0) return held.begun - before;
+          if (held.heldCount === 0) return held.begunCount - before;
         }
         // Rows held ready wait for a slot that an attempt in flight frees. One shared promise, not
         // a race over every attempt in flight: that would add a reaction to each of them per turn.
-        if (held.active > 0) await held.nextDone();
+        if (held.activeCount > 0) await held.nextDone();
       }
     },
     stop() {
