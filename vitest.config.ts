@@ -22,6 +22,11 @@ const alias = [
 
 const root = (dir: string) => fileURLToPath(new URL(dir, import.meta.url));
 
+// The sender seals signing secrets with PAYHOOK_SECRET_KEY and refuses PostgreSQL without one:
+// the tests' key, fixed so that every worker and the processes they spawn open each other's
+// values. A test of a missing or wrong key sets its own.
+const env = { PAYHOOK_SECRET_KEY: 'ktest:JCaga5QzmwPjolfGU_ErHLa5cS0phAowj-W7vOn7Fqk' };
+
 // `pnpm test:unit` is `vitest run --mode unit`: only the files that declare no tag (see
 // test/support/test-tags.ts), in every project, with child processes and the services' URLs
 // refused, so that a file that needs them fails there instead of passing by luck.
@@ -39,6 +44,7 @@ const pkg = (mode: string, name: string, extra: Record<string, unknown> = {}) =>
     name,
     root: `./packages/${name}`,
     include: ['test/**/*.test.ts'],
+    env,
     typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: '../../tsconfig.json' },
     ...unitOnly(mode, `./packages/${name}/`),
     ...extra,
@@ -72,6 +78,7 @@ export default defineConfig(({ mode }) => ({
           name: 'e2e',
           root: '.',
           include: ['test/**/*.test.ts'],
+          env,
           testTimeout: 30_000,
           ...unitOnly(mode, './'),
         },

@@ -1,4 +1,5 @@
 import type { Mode } from './db/schema.js';
+import { readSecretKeys, type SecretKeys } from './db/secret-box.js';
 
 /** A key from `PAYHOOK_API_KEYS`. */
 export interface ConfiguredKey {
@@ -66,6 +67,13 @@ export interface SenderConfig {
    * the retention pass (`delivery/retention.ts`), except those with a delivery still pending.
    */
   retentionDays: number | null;
+  /**
+   * The keys that seal the signing secrets in the database: `PAYHOOK_SECRET_KEY` (seals; `<key
+   * id>:<32 bytes, base64url>`) and `PAYHOOK_SECRET_KEY_PREVIOUS` (comma-separated, open only,
+   * during a key rotation). Undefined when unset: PGlite then keeps a key in its data directory,
+   * and PostgreSQL refuses to start (`secret_key_missing`).
+   */
+  secretKeys: SecretKeys | undefined;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -113,8 +121,11 @@ function retention(raw: string | undefined): number | null {
  * answered 503), `PAYHOOK_TRACEPARENT` (`1` to send each attempt's trace context to the
  * receiver), `PAYHOOK_ENDPOINT_DISABLE_AFTER_SECONDS` (432000, 0 to never disable: how long every
  * attempt to an endpoint must fail before it is disabled) and `PAYHOOK_ENDPOINT_DISABLE_MIN_ATTEMPTS`
- * (10: the failed attempts that period needs) and `PAYHOOK_RETENTION_DAYS` (30, from 1 to 3650, `0`
- * or `off` to keep everything: how long events, deliveries and attempts are kept). A bad value is a `ConfigError` naming the variable.
+ * (10: the failed attempts that period needs), `PAYHOOK_RETENTION_DAYS` (30, from 1 to 3650, `0`
+ * or `off` to keep everything: how long events, deliveries and attempts are kept) and
+ * `PAYHOOK_SECRET_KEY` with `PAYHOOK_SECRET_KEY_PREVIOUS` (the keys that seal signing secrets). A
+ * bad value is a `ConfigError` naming the variable; a malformed key, a `SecretKeyError`
+ * (`secret_key_invalid`) naming its variable.
  *
  * @example
  * ```ts
@@ -154,6 +165,7 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
     throw new ConfigError(`PAYHOOK_TRACEPARENT must be 1 or 0, not ${JSON.stringify(traceparent)}.`);
   }
   const retentionDays = retention(env.PAYHOOK_RETENTION_DAYS);
+  const secretKeys = readSecretKeys(env);
   const perUrlMin = int('PAYHOOK_DELIVERY_PER_URL_MIN', 1, 1, 1000);
   const perUrlMax = int('PAYHOOK_DELIVERY_PER_URL_MAX', 32, 1, 1000);
   if (perUrlMin > perUrlMax) {
@@ -190,5 +202,6 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
       minAttempts: int('PAYHOOK_ENDPOINT_DISABLE_MIN_ATTEMPTS', 10, 1, 1_000_000),
     },
     retentionDays,
+    secretKeys,
   };
 }

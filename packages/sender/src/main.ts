@@ -3,6 +3,7 @@
 
 import { ConfigError, loadConfig } from './config.js';
 import { DataDirLockedError } from './db/lock.js';
+import { SecretKeyError } from './db/secret-box.js';
 import { startSender } from './service.js';
 
 async function main(): Promise<void> {
@@ -21,10 +22,13 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
+  const refused = error instanceof ConfigError || error instanceof SecretKeyError;
   const message =
-    error instanceof ConfigError || error instanceof DataDirLockedError
-      ? error.message
-      : String((error as Error).stack ?? error);
+    error instanceof SecretKeyError
+      ? `${error.message} (${error.code})`
+      : refused || error instanceof DataDirLockedError
+        ? (error as Error).message
+        : String((error as Error).stack ?? error);
   process.stderr.write(`payhook sender: ${message}\n`);
-  process.exit(error instanceof ConfigError ? 2 : 1);
+  process.exit(refused ? 2 : 1);
 });

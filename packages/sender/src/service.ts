@@ -67,12 +67,14 @@ export interface SenderService {
  */
 export async function startSender(options: StartSenderOptions): Promise<SenderService> {
   const { config } = options;
+  // The configuration's sealing keys; without them, the process environment's (openDatabase).
+  const keys = config.secretKeys ? { secretKeys: config.secretKeys } : {};
   const database =
     options.database ??
     (await openDatabase(
       config.databaseUrl
-        ? { url: config.databaseUrl, ...config.databaseTimeouts }
-        : { dataDir: config.dataDir },
+        ? { url: config.databaseUrl, ...config.databaseTimeouts, ...keys }
+        : { dataDir: config.dataDir, ...keys },
     ));
   const ownDatabase = options.database === undefined;
   try {
@@ -151,6 +153,13 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
       onPass: storageMetrics.observePass,
       ...options.retention,
     });
+    const keyFile = database.secretKeyFile;
+    if (keyFile) {
+      app.log.info(
+        { secretKeyFile: keyFile.path, created: keyFile.created },
+        `signing secrets are sealed with the key in ${keyFile.path}${keyFile.created ? ' (made now, mode 0600)' : ''}: set PAYHOOK_SECRET_KEY to keep the key outside the data directory`,
+      );
+    }
     const url = await app.listen({ port: config.port, host: config.host });
     await worker.start();
     maintenance.start();

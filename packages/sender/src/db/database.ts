@@ -17,19 +17,32 @@ import {
 } from './postgres.js';
 import type { Schema } from './schema.js';
 import { withSchemaIntrospection } from './schema-introspection.js';
+import { SecretBoxPlugin, sealStoredSecrets } from './sealed-secrets.js';
+import { createSecretBox, readSecretKeys, SecretKeyError, type SecretKeys } from './secret-box.js';
+import { dataDirSecretKeys, type SecretKeyFile } from './secret-key-file.js';
 import { createWakeSignal, WAKE_CHANNEL, type WakeSignal } from './wake.js';
 
 export { type PostgresTimeouts, PREPARE } from './postgres.js';
 
-/** Where the sender keeps its data. */
+/** Where the sender keeps its data, and the key its signing secrets are sealed with. */
 export type DatabaseOptions =
   /** Embedded PGlite in a data directory (the default: nothing to install). */
-  | { dataDir: string }
-  /**
-   * A PostgreSQL server; `schema` (created if missing) keeps this sender's tables apart; the
-   * timeouts bound every wait on it (default {@link DEFAULT_TIMEOUTS}).
-   */
-  | ({ url: string; schema?: string } & Partial<PostgresTimeouts>);
+  (
+    | { dataDir: string }
+    /**
+     * A PostgreSQL server; `schema` (created if missing) keeps this sender's tables apart; the
+     * timeouts bound every wait on it (default {@link DEFAULT_TIMEOUTS}).
+     */
+    | ({ url: string; schema?: string } & Partial<PostgresTimeouts>)
+  ) & {
+    /**
+     * The keys that seal the signing secrets; when the option is absent,
+     * `readSecretKeys(process.env)` (PAYHOOK_SECRET_KEY and PAYHOOK_SECRET_KEY_PREVIOUS). Without
+     * keys, PGlite keeps one in a file of its data directory (mode 0600), and PostgreSQL refuses to
+     * open (`secret_key_missing`).
+     */
+    secretKeys?: SecretKeys | undefined;
+  };
 
 /** An open, migrated database. */
 export interface Database {
@@ -50,6 +63,11 @@ export interface Database {
    */
   delivery<T>(fn: (db: Kysely<Schema> | Transaction<Schema>) => Promise<T>): Promise<T>;
   kind: 'pglite' | 'postgres';
+  /**
+   * The file of the data directory the sealing key was read from (made now when `created`), or
+   * undefined when it came from the environment or the options.
+   */
+  secretKeyFile: SecretKeyFile | undefined;
   /**
    * Whether the database answers (PostgreSQL: checked when a connection fails, then again with a
    * backoff until it is back; PGlite, in this process, is always up).
@@ -120,16 +138,27 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let pgliteSession: PGliteDialect | undefined;
   /** The migrations run without the statement timeout: one may rewrite a large table. */
   let migrationDb: Kysely<Schema> | undefined;
+  /** Carries the sealing key on every Kysely instance of this database (`./sealed-secrets.ts`). */
+  const secrets = new SecretBoxPlugin();
+  let secretKeys = 'secretKeys' in options ? options.secretKeys : readSecretKeys(process.env);
+  let secretKeyFile: SecretKeyFile | undefined;
+  if (!secretKeys && !('dataDir' in options)) {
+    throw new SecretKeyError(
+      'secret_key_missing',
+      'PAYHOOK_SECRET_KEY is not set: on PostgreSQL the signing secrets are sealed with a key kept outside the database. Make one with `payhook keys secret-key` and set it on every instance.',
+    );
+  }
   if ('dataDir' in options) {
     await mkdir(options.dataDir, { recursive: true });
     release = await lockDataDir(options.dataDir);
     try {
       const pglite = new PGlite(options.dataDir);
       await pglite.waitReady;
+      if (!secretKeys) ({ keys: secretKeys, file: secretKeyFile } = await dataDirSecretKeys(options.dataDir));
       // One process holds the directory: the wake-ups of its commits are all there is.
       wake = createWakeSignal();
       pgliteSession = pgliteDialect(pglite, wake);
-      db = new Kysely<Schema>({ dialect: pgliteSession });
+      db = new Kysely<Schema>({ dialect: pgliteSession, plugins: [secrets] });
       listen = async (channel, onNotify) => {
         const local = channel === WAKE_CHANNEL ? wake.subscribe(onNotify) : () => {};
         const unsubscribe = await pglite.listen(channel, () => onNotify());
@@ -182,9 +211,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     wake = signal;
     db = new Kysely<Schema>({
       dialect: new PostgresDialect({ pool: kyselyPool(pool, timeouts, health, signal) }),
+      plugins: [secrets],
     });
     deliveryDb = new Kysely<Schema>({
       dialect: new PostgresDialect({ pool: kyselyPool(deliveryPool, timeouts, health, signal) }),
+      plugins: [secrets],
     });
     migrationDb = new Kysely<Schema>({
       dialect: withSchemaIntrospection(
@@ -229,6 +260,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         kind,
         'url' in options ? options.schema : undefined,
       );
+      // The keys are checked against the stored values (one each), then what is stored as it is,
+      // or under a previous key, is sealed under the current one.
+      secrets.box = createSecretBox(secretKeys as SecretKeys);
+      await sealStoredSecrets(migrationDb ?? db, secrets.box);
     });
   } catch (error) {
     health.close();
@@ -252,6 +287,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
             return fn(tx);
           }),
     kind,
+    secretKeyFile,
     health,
     listen,
     async close() {

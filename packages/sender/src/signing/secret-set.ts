@@ -3,8 +3,12 @@
 // owner has one current secret and up to MAX_VALID_SECRETS - 1 previous ones, each valid until
 // its expires_at; a rotation makes a new current secret and leaves the old one valid for the
 // overlap asked (docs/decisions.md, "Signatures beside the checksum", "A secret per endpoint").
+// Secrets are sealed as they are written and opened as they are read (db/sealed-secrets.ts): this
+// module is the only one that reads or writes them.
+import { randomUUID } from 'node:crypto';
 import { type RawBuilder, sql, type Transaction } from 'kysely';
 import type { Db, Schema } from '../db/schema.js';
+import { openSecret, sealSecret } from '../db/sealed-secrets.js';
 
 /**
  * The most secrets valid at once: the current one and up to four previous ones (rotations in quick
@@ -24,7 +28,7 @@ export interface SecretSet {
   fresh: () => Record<string, string | null>;
 }
 
-/** A valid secret, as the table keeps it (`public_key` is null for an HMAC secret). */
+/** A valid secret, opened (`public_key` is null for an HMAC secret). */
 export interface StoredSecret {
   secret: string;
   public_key: string | null;
@@ -40,7 +44,10 @@ const ofOwner = (set: SecretSet): RawBuilder<unknown> =>
 
 /** Makes the owner's first secret if it has none: one statement, safe against a concurrent call. */
 export async function ensureSecret(db: Db, set: SecretSet): Promise<void> {
-  const row = { ...set.owner, ...set.fresh() };
+  const id = randomUUID();
+  const fresh = set.fresh();
+  const secret = sealSecret(db, set.table, id, set.owner, fresh.secret as string);
+  const row = { id, ...set.owner, ...fresh, secret };
   const columns = (names: string[]) => sql.join(names.map((name) => sql.ref(name)));
   // The unique index on the owner's current secret keeps one.
   await sql`insert into ${sql.table(set.table)} (${columns(Object.keys(row))})
@@ -51,12 +58,16 @@ export async function ensureSecret(db: Db, set: SecretSet): Promise<void> {
 /** The owner's secrets valid at `now`, the current one first, then the previous ones newest first. */
 export async function validSecrets(db: Db, set: SecretSet, now: Date = new Date()): Promise<StoredSecret[]> {
   const publicKey = set.table === 'endpoint_signing_secrets' ? sql`public_key` : sql`null::text`;
-  const { rows } = await sql<StoredSecret>`select secret, ${publicKey} as public_key, created_at, expires_at
+  const { rows } = await sql<StoredSecret & { id: string }>`select id, secret, ${publicKey} as public_key,
+      created_at, expires_at
     from ${sql.table(set.table)}
     where ${ofOwner(set)} and (expires_at is null or expires_at > ${now})
     order by expires_at is null desc, created_at desc
     limit ${MAX_VALID_SECRETS}`.execute(db);
-  return rows;
+  return rows.map(({ id, ...row }) => ({
+    ...row,
+    secret: openSecret(db, set.table, { id, secret: row.secret, ...set.owner }),
+  }));
 }
 
 /** {@link validSecrets}, with a current secret made first if the owner has none. */
