@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { cp, mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +15,7 @@ import { openDatabase } from '@payhook/sender';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const cacheDir = join(root, 'node_modules/.cache/payhook-tests');
-const migrationsSource = join(root, 'packages/sender/src/db/migrations.ts');
+const db = join(root, 'packages/sender/src/db');
 
 let template: Promise<string> | undefined;
 
@@ -24,11 +24,16 @@ async function templateKey(): Promise<string> {
   const pglite = JSON.parse(
     await readFile(join(dirname(require.resolve('@electric-sql/pglite')), '../package.json'), 'utf8'),
   ) as { version: string };
-  return createHash('sha256')
-    .update(pglite.version)
-    .update(await readFile(migrationsSource))
-    .digest('hex')
-    .slice(0, 16);
+  // What makes the schema: the migrations (one file each, and their list) and the indexes built
+  // beside them.
+  const sources = [
+    join(db, 'migrations.ts'),
+    join(db, 'online-indexes.ts'),
+    ...(await readdir(join(db, 'migrations'))).sort().map((file) => join(db, 'migrations', file)),
+  ];
+  const hash = createHash('sha256').update(pglite.version);
+  for (const source of sources) hash.update(await readFile(source));
+  return hash.digest('hex').slice(0, 16);
 }
 
 async function makeTemplate(): Promise<string> {
