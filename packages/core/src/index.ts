@@ -126,10 +126,12 @@ export type {
   ReceiverStats,
   RefusalReason,
   RetriedRun,
+  StaleEvent,
 } from './receiver/metrics.js';
 export { REFUSAL_REASONS } from './receiver/metrics.js';
 export type { NodeRequestMapping } from './receiver/node-request.js';
 export { createNodeRequest } from './receiver/node-request.js';
+export { defaultOrderKey, EVENT_RANKS } from './receiver/order-options.js';
 export type { BodyStream } from './receiver/read-body.js';
 export {
   DEFAULT_MAX_DRAIN_BYTES,
@@ -163,6 +165,9 @@ export type {
   ClaimRequest,
   ClaimResult,
   IdempotencyStore,
+  ObjectLock,
+  ObjectOrderStore,
+  OrderedCompletion,
   RecoveredEvent,
   StoredEvent,
 } from './store/types.js';

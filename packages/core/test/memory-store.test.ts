@@ -1,8 +1,15 @@
-import { describeStoreContract } from '@payhook/core/testing';
+import { describeOrderContract, describeStoreContract } from '@payhook/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../src/index.js';
 
 describeStoreContract('memory', async ({ retentionMs }) => createMemoryStore({ retentionMs }), {
+  describe,
+  it,
+  expect,
+  afterEach,
+});
+
+describeOrderContract('memory', async ({ retentionMs }) => createMemoryStore({ retentionMs }), {
   describe,
   it,
   expect,

@@ -264,6 +264,8 @@ describe('receiver.stats()', () => {
       accepted: 0,
       queued: 0,
       running: 0,
+      waitingForOrder: 0,
+      stale: 0,
       maxQueuedEvents: 1000,
       maxQueuedBytes: 16 * 1024 * 1024,
       concurrency: 1,

@@ -14,6 +14,8 @@ export interface KeyNames {
   tag: string;
   /** Prefix of every record of this tag: record = recordPrefix + member. */
   recordPrefix: string;
+  /** Prefix of the order records of this tag's objects (per-object order). */
+  objectPrefix: string;
 }
 
 export function keyNames(prefix: string, key: string): KeyNames {
@@ -28,9 +30,12 @@ export function keyNames(prefix: string, key: string): KeyNames {
 }
 
 /** Keys of one business's tag. */
-export function tagKeys(prefix: string, business: string): Pick<KeyNames, 'leases' | 'recordPrefix' | 'tag'> {
+export function tagKeys(
+  prefix: string,
+  business: string,
+): Pick<KeyNames, 'leases' | 'recordPrefix' | 'objectPrefix' | 'tag'> {
   const tag = `{${prefix}:${business}}`;
-  return { tag: business, leases: `${tag}:leases`, recordPrefix: `${tag}:e:` };
+  return { tag: business, leases: `${tag}:leases`, recordPrefix: `${tag}:e:`, objectPrefix: `${tag}:o:` };
 }
 
 /** The set of businesses seen (their lease indexes are where recovery looks). */

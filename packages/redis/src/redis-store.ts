@@ -1,4 +1,10 @@
-import { type IdempotencyStore, type RecoveredEvent, type StoredEvent, stderrLogger } from '@payhook/core';
+import {
+  type IdempotencyStore,
+  type ObjectOrderStore,
+  type RecoveredEvent,
+  type StoredEvent,
+  stderrLogger,
+} from '@payhook/core';
 import { type Cluster, Redis, type RedisOptions } from 'ioredis';
 import { clusterReady, isCluster, isRedirection, keySlot, masterOf } from './cluster.js';
 import {
@@ -11,6 +17,7 @@ import {
 } from './durability.js';
 import { type KeyNames, keyNames, tagKeys, tagsKey } from './keys.js';
 import { type RedisStoreOptions, resolveOptions } from './options.js';
+import { createRedisOrder } from './order.js';
 import { type ClaimReply, defineScripts, SCRIPTS, type ScriptCommands } from './scripts.js';
 
 /** The Redis store, with the counters the benchmark reads. */
@@ -24,6 +31,8 @@ export interface RedisStore<Client extends Redis | Cluster = Redis> extends Idem
    * whether an acknowledged event survives a Redis restart.
    */
   readonly persistence: Promise<RedisPersistence> | undefined;
+  /** Per-object order, kept beside the events (one script per step). */
+  readonly order: ObjectOrderStore;
 }
 
 /**
@@ -50,7 +59,8 @@ export class StoreTimeoutError extends Error {
  * its handler runs, and a tombstone kept after it is done; an event whose owner died is claimed
  * again by whichever instance recovers it. Each operation is one round trip (a Lua script), every
  * command has a timeout, and the keys of one business share a hash tag, so it runs on Redis
- * Cluster too: pass a `Cluster` client.
+ * Cluster too: pass a `Cluster` client. It keeps per-object order as well (`order`): the events of
+ * one payment run one at a time across every instance.
  *
  * @example
  * ```ts
@@ -171,6 +181,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore<Redis |
     redis,
     leaseMs: options.leaseMs,
     persistence,
+    order: createRedisOrder({ prefix, retentionMs, scripts, call }),
     get commandCount() {
       return commandCount;
     },

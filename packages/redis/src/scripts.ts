@@ -43,13 +43,53 @@ redis.call('HSET', KEYS[1], 'lease', lease)
 redis.call('ZADD', KEYS[2], lease, ARGV[3])
 return 1`;
 
+// The done mark of COMPLETE and COMPLETE_ORDERED (after HELD and NOW).
+const MARK_DONE = `redis.call('HSET', KEYS[1], 'state', 'done', 'updated', now)
+redis.call('HDEL', KEYS[1], 'owner', 'lease', 'payload')
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[3])`;
+
 /** KEYS: E, L. ARGV: owner, retentionMs, member. Keeps a tombstone (no payload) for the retention. */
 export const COMPLETE = `${HELD}
 ${NOW}
-redis.call('HSET', KEYS[1], 'state', 'done', 'updated', now)
-redis.call('HDEL', KEYS[1], 'owner', 'lease', 'payload')
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('ZREM', KEYS[2], ARGV[3])
+${MARK_DONE}
+return 1`;
+
+/**
+ * Per-object order (docs/design.md, "Per-object order"). An object's record O (a hash in the
+ * event's hash tag) holds `rank`, the highest completed, and `holder`, the member of the event that
+ * took its lock. The lock is held while the holder's record is `processing` under a live lease:
+ * it needs no renewal of its own, and a dead holder frees it when its lease lapses.
+ *
+ * KEYS: E, O. ARGV: owner, record key prefix, member, retentionMs. Replies {'locked', rank or ''},
+ * {'busy'} or {'lost'} (the owner does not hold E under a live lease).
+ */
+export const LOCK = `${NOW}
+local e = redis.call('HMGET', KEYS[1], 'state', 'owner', 'lease')
+if e[1] ~= 'processing' or e[2] ~= ARGV[1] or tonumber(e[3]) <= now then return {'lost'} end
+local o = redis.call('HMGET', KEYS[2], 'holder', 'rank')
+if o[1] and o[1] ~= ARGV[3] then
+  local h = redis.call('HMGET', ARGV[2] .. o[1], 'state', 'lease')
+  if h[1] == 'processing' and tonumber(h[2]) > now then return {'busy'} end
+end
+redis.call('HSET', KEYS[2], 'holder', ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return {'locked', o[2] or ''}`;
+
+/**
+ * COMPLETE, and in the same step the object's rank raised to ARGV[4] if higher ('' leaves it) and
+ * its lock freed: no crash falls between the done mark and the rank.
+ * KEYS: E, L, O. ARGV: owner, retentionMs, member, rank.
+ */
+export const COMPLETE_ORDERED = `${HELD}
+${NOW}
+${MARK_DONE}
+local o = redis.call('HMGET', KEYS[3], 'holder', 'rank')
+if ARGV[4] ~= '' and (not o[2] or tonumber(o[2]) < tonumber(ARGV[4])) then
+  redis.call('HSET', KEYS[3], 'rank', ARGV[4])
+end
+if o[1] == ARGV[3] then redis.call('HDEL', KEYS[3], 'holder') end
+if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end
 return 1`;
 
 /** KEYS: E, L. ARGV: owner, retentionMs, member, error. Keeps payload and error for replay. */
@@ -94,6 +134,8 @@ export type ScriptCommands = {
   payhookComplete(e: string, l: string, ...args: (string | number)[]): Promise<number>;
   payhookFail(e: string, l: string, ...args: (string | number)[]): Promise<number>;
   payhookRecover(l: string, ...args: (string | number)[]): Promise<(string | number)[]>;
+  payhookLock(e: string, o: string, ...args: (string | number)[]): Promise<string[]>;
+  payhookCompleteOrdered(e: string, l: string, o: string, ...args: (string | number)[]): Promise<number>;
 };
 
 export const SCRIPTS: Record<keyof ScriptCommands, [number, string]> = {
@@ -102,6 +144,8 @@ export const SCRIPTS: Record<keyof ScriptCommands, [number, string]> = {
   payhookComplete: [2, COMPLETE],
   payhookFail: [2, FAIL],
   payhookRecover: [1, RECOVER],
+  payhookLock: [2, LOCK],
+  payhookCompleteOrdered: [3, COMPLETE_ORDERED],
 };
 
 /** Defines the store's scripts on a client (ioredis sends each by its SHA, loading it where missing). */

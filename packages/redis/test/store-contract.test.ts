@@ -1,7 +1,7 @@
 // @module-tag redis
 // @module-tag process
 import { randomBytes, randomUUID } from 'node:crypto';
-import { describeStoreContract } from '@payhook/core/testing';
+import { describeOrderContract, describeStoreContract } from '@payhook/core/testing';
 import type { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisClusterProcess, startRedisCluster } from '../../../test/support/redis-cluster.js';
@@ -21,6 +21,16 @@ afterAll(async () => {
 });
 
 describeStoreContract(
+  'redis',
+  async ({ retentionMs }) => {
+    const prefix = randomPrefix();
+    prefixes.push(prefix);
+    return createRedisStore({ redis, prefix, retentionMs, checkPersistence: false });
+  },
+  { describe, it, expect, afterEach },
+);
+
+describeOrderContract(
   'redis',
   async ({ retentionMs }) => {
     const prefix = randomPrefix();
@@ -75,6 +85,12 @@ describe('on a Redis Cluster', () => {
   });
 
   describeStoreContract(
+    'redis cluster',
+    async ({ retentionMs }) =>
+      createRedisStore({ redis: client, prefix: randomPrefix(), retentionMs, checkPersistence: false }),
+    { describe, it, expect, afterEach },
+  );
+  describeOrderContract(
     'redis cluster',
     async ({ retentionMs }) =>
       createRedisStore({ redis: client, prefix: randomPrefix(), retentionMs, checkPersistence: false }),

@@ -69,6 +69,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     hooks,
     tracing,
     instanceId,
+    order,
   } = resolveReceiverOptions(options);
 
   // node:crypto verifies synchronously; Web Crypto (where node:crypto is missing, or asked for)
@@ -104,6 +105,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     maxQueuedBytes,
     hooks,
     tracing,
+    order,
   });
   const { recover } = work;
   const claimEvent = createEventClaim({ work, store, instanceId, leaseMs, logger, reportError });
@@ -200,6 +202,11 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     },
     onDeadLetter(handler) {
       registry.deadLetter.push(handler);
+      return receiver;
+    },
+    onStale(handler) {
+      if (typeof handler !== 'function') throw new TypeError('onStale needs a handler function.');
+      order?.staleHandlers.push(handler);
       return receiver;
     },
 

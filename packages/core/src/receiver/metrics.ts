@@ -70,6 +70,18 @@ export interface DeadLetteredEvent {
 }
 
 /**
+ * An event found stale (docs/design.md, "Per-object order"): its rank is below the highest one
+ * already handled for its object, so it went to `onStale` instead of its handlers, and is done.
+ */
+export interface StaleEvent {
+  readonly event: string;
+  /** The event's rank. */
+  readonly rank: number;
+  /** The highest rank handled for its object. */
+  readonly objectRank: number;
+}
+
+/**
  * The receiver's metrics hook: plain callbacks, each optional, that a merchant maps onto
  * prom-client, OpenTelemetry metrics or StatsD. They are called synchronously on the request's
  * or the handler's path, so they should only count; one that throws (or returns a promise that
@@ -85,6 +97,7 @@ export interface DeadLetteredEvent {
  *     onHandled: ({ event, durationMs, ok }) => handled.observe({ event, ok: String(ok) }, durationMs / 1000),
  *     onRetry: ({ event }) => retries.inc({ event }),
  *     onDeadLetter: ({ event }) => deadLetters.inc({ event }),
+ *     onStale: ({ event }) => staleEvents.inc({ event }), // payhook_events_stale_total
  *   },
  * });
  * ```
@@ -98,6 +111,11 @@ export interface ReceiverMetrics {
   onRetry?(retry: RetriedRun): unknown;
   /** Every event dead-lettered, once its failure is recorded. */
   onDeadLetter?(letter: DeadLetteredEvent): unknown;
+  /**
+   * Every event found stale under per-object order, before `onStale` takes it (a counter such
+   * as `payhook_events_stale_total`).
+   */
+  onStale?(stale: StaleEvent): unknown;
 }
 
 /** The receiver's gauges, read by `receiver.stats()`. */
@@ -114,6 +132,13 @@ export interface ReceiverStats {
   queued: number;
   /** Whose handlers are running (or waiting between local retries). */
   running: number;
+  /**
+   * Of the `queued`, those parked until their object's turn (per-object order): another event of
+   * the same payment runs, here or on another instance.
+   */
+  waitingForOrder: number;
+  /** Events found stale under per-object order since the receiver started (a counter). */
+  stale: number;
   maxQueuedEvents: number;
   maxQueuedBytes: number;
   concurrency: number;
@@ -124,6 +149,7 @@ const HOOKS = [
   'onHandled',
   'onRetry',
   'onDeadLetter',
+  'onStale',
 ] as const satisfies readonly (keyof ReceiverMetrics)[];
 
 /**
@@ -218,6 +244,7 @@ export function createMetricHooks(metrics: ReceiverMetrics | undefined, logger: 
     handled: (run: HandledRun) => call('onHandled', run),
     retried: (retry: RetriedRun) => call('onRetry', retry),
     deadLettered: (letter: DeadLetteredEvent) => call('onDeadLetter', letter),
+    stale: (stale: StaleEvent) => call('onStale', stale),
   };
 }
 

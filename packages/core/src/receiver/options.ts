@@ -3,6 +3,7 @@ import { DEFAULT_MAX_DEPTH } from '../lexical-canonical-json.js';
 import { createMemoryStore } from '../store/memory-store.js';
 import { stderrLogger } from './logger.js';
 import { createMetricHooks, resolveMetrics } from './metrics.js';
+import { resolveOrder } from './order-options.js';
 import { resolveMaxDrainBytes } from './read-body.js';
 import { resolveRetry } from './retry.js';
 import { createSignatureCheck } from './signature-check.js';
@@ -89,6 +90,7 @@ export function resolveReceiverOptions(options: ReceiverOptions) {
   const hooks = createMetricHooks(resolveMetrics(options.metrics), logger);
   const tracing = resolveTracing(options.tracing, logger);
   const instanceId = options.instanceId ?? globalThis.crypto.randomUUID();
+  const order = resolveOrder(options, store, logger);
   // Last: its start-time warning (allowUnsigned) is written only once every option is valid.
   const checkSignature = createSignatureCheck(options, logger);
   return {
@@ -112,5 +114,6 @@ export function resolveReceiverOptions(options: ReceiverOptions) {
     hooks,
     tracing,
     instanceId,
+    order,
   };
 }

@@ -6,6 +6,7 @@ import type { Lease } from './leases.js';
 import { type Logger, silentLogger, stderrLogger } from './logger.js';
 import type { MetricHooks } from './metrics.js';
 import { observeRuns } from './observe-run.js';
+import type { OrderedRun } from './order.js';
 import { type RetryOptions, retryDelay } from './retry.js';
 import type { Tracing } from './tracing.js';
 import type { DeadLetter, ErrorInfo, ProcessedEvent } from './types.js';
@@ -98,14 +99,16 @@ export function createEventProcessor(options: ProcessEventOptions) {
    * again, the lease renewed meanwhile, for up to a lease's length: an outcome never recorded means
    * another instance runs the handlers again once the lease lapses.
    */
-  async function record(key: string, lease: Lease, error: string | undefined): Promise<void> {
+  async function record(
+    key: string,
+    lease: Lease,
+    error: string | undefined,
+    complete = () => store.complete(key, instanceId),
+  ): Promise<void> {
     let failingSince: number | undefined;
     for (let n = 1; ; n++) {
       try {
-        const recorded =
-          error === undefined
-            ? await store.complete(key, instanceId)
-            : await store.fail(key, instanceId, error);
+        const recorded = error === undefined ? await complete() : await store.fail(key, instanceId, error);
         if (!recorded) {
           logger.warn(
             { key },
@@ -124,9 +127,12 @@ export function createEventProcessor(options: ProcessEventOptions) {
 
   /**
    * Runs `job` under `lease`, which the work queue holds and renews from the event's acceptance
-   * and drops when `onRecorded` releases it.
+   * and drops when `onRecorded` releases it; `ordered` once it holds its object's lock
+   * (per-object order: a stale event runs the onStale handlers, and its completion is the
+   * order's).
    */
-  return async function processEvent(job: Job, lease: Lease): Promise<void> {
+  return async function processEvent(job: Job, lease: Lease, ordered?: OrderedRun): Promise<void> {
+    const run = ordered?.attempt ?? attempt;
     let lastError: unknown;
     let attempts = 0;
     // Until an outcome is recorded here, the event is another instance's (its lease passed).
@@ -143,17 +149,23 @@ export function createEventProcessor(options: ProcessEventOptions) {
         return;
       }
       const parsed = parseEvent(job.payload);
-      if (parsed.kind === 'unrecognized') warnUnhandled(job, parsed);
-      else warnNoHandler(job);
+      // A stale event goes to onStale alone, and the order's log line says so.
+      if (ordered?.stale !== true) {
+        if (parsed.kind === 'unrecognized') warnUnhandled(job, parsed);
+        else warnNoHandler(job);
+      }
       for (let n = 1; n <= retry.attempts; n++) {
         attempts = n;
         try {
           if (transact !== undefined) {
-            committed = await transact(job.key, instanceId, (transaction) =>
-              attempt(job, n, parsed, transaction),
+            committed = await transact(
+              job.key,
+              instanceId,
+              (transaction) => run(job, n, parsed, transaction),
+              ordered?.completion,
             );
           } else {
-            const running = attempt(job, n, parsed);
+            const running = run(job, n, parsed);
             if (running !== undefined) await running;
           }
           lastError = undefined;
@@ -189,7 +201,7 @@ export function createEventProcessor(options: ProcessEventOptions) {
           return;
         }
         processed = DONE;
-        if (!committed) await record(job.key, lease, undefined);
+        if (!committed) await record(job.key, lease, undefined, ordered?.complete);
         if (debug) logger.debug({ key: job.key, event: job.payload.event }, 'payhook: event processed');
         return;
       }

@@ -100,7 +100,7 @@ export interface ReceiverOptions {
   /**
    * Callbacks that count what the receiver does, for prom-client, OpenTelemetry metrics or StatsD:
    * `onReceived` (each request's outcome), `onHandled` (each run of an event's handlers),
-   * `onRetry`, `onDeadLetter`. One that throws is logged once and never breaks a request.
+   * `onRetry`, `onDeadLetter`, `onStale`. One that throws is logged once and never breaks a request.
    */
   metrics?: ReceiverMetrics;
   /**
@@ -111,6 +111,34 @@ export interface ReceiverOptions {
   tracing?: TracingOption;
   /** Token of this instance in the store (default: a random UUID). */
   instanceId?: string;
+  /**
+   * Per-object order (default on, with a store that keeps it: the memory and Redis stores). The
+   * events of one object, by default one payment session, never run at once, on this instance or
+   * any other on the same store; and an event older in the object's lifecycle than one already
+   * handled (a `created` after its `succeeded`, ranked by `EVENT_RANKS` and `orderRank`) does not
+   * reach its handlers: it goes to `onStale`, is counted (`stats().stale`, `metrics.onStale`) and
+   * marked done. Waiting for an object's turn holds no worker. `false` turns it off. A store
+   * without it is refused when an order option is given, and named in an info line otherwise.
+   */
+  order?: boolean;
+  /**
+   * The object an event belongs to, for per-object order; undefined leaves the event unordered.
+   * Default `defaultOrderKey`: the payment session's id (`data.id`) of a known event, and no
+   * object for an event payhook does not know.
+   *
+   * @example
+   * ```ts
+   * orderKey: (event) => (event.event.startsWith('payment.refund.') ? `refund:${(event.data as { id: string }).id}` : defaultOrderKey(event))
+   * ```
+   */
+  orderKey?: (event: PayhookEvent) => string | undefined;
+  /**
+   * The rank of an event in its object's lifecycle, for per-object order: an event ranked below
+   * one already handled for its object is stale. Undefined falls back to `EVENT_RANKS` (known
+   * events); an event with no rank is never stale and raises no rank, though it still waits for
+   * its object's turn.
+   */
+  orderRank?: (event: PayhookEvent) => number | undefined;
 }
 
 /**
@@ -293,6 +321,19 @@ export interface Receiver {
   onError(handler: (error: unknown, info: ErrorInfo) => void): Receiver;
   /** Called when an event's handlers failed after every local retry; the payload is kept for `replay`. */
   onDeadLetter(handler: (letter: DeadLetter) => unknown): Receiver;
+  /**
+   * Handles stale events, under per-object order: an event older in its object's lifecycle than
+   * one already handled (a `payment.session.created` after its `succeeded`). Such an event never
+   * reaches `on`, `onAny` or `onUnrecognized`; it runs here, one at a time with its object's
+   * other events, with the timeout and retries of any handler, and is marked done. Without a
+   * stale handler it is only logged and counted. Never called when `order` is false.
+   *
+   * @example
+   * ```ts
+   * receiver.onStale((event, { key }) => audit.record('stale', event.event, key));
+   * ```
+   */
+  onStale(handler: EventHandler<PayhookEvent>): Receiver;
   /**
    * Runs the pipeline on one request. Adapters call it. Rejects with a TypeError, as a bug, on a
    * request object with a field {@link ReceiverRequest} does not have (the message names it and

@@ -3,6 +3,8 @@ import type { HandlerRegistry, Job } from './handler-run.js';
 import { createLeases, type Lease } from './leases.js';
 import type { Logger } from './logger.js';
 import type { MetricHooks, ReceiverStats } from './metrics.js';
+import { createOrderGate, PARKED } from './order.js';
+import type { ResolvedOrder } from './order-options.js';
 import { createEventProcessor } from './process-event.js';
 import type { RetryOptions } from './retry.js';
 import { afterThisTurn, type Timer, unref } from './timers.js';
@@ -29,6 +31,8 @@ export interface WorkQueueOptions {
   maxQueuedBytes: number;
   hooks: MetricHooks;
   tracing: Tracing | undefined;
+  /** Per-object order, unless it is off (or the store lacks it). */
+  order: ResolvedOrder | undefined;
 }
 
 /**
@@ -120,6 +124,14 @@ export function createWorkQueue(options: WorkQueueOptions) {
   };
 
   const processEvent = createEventProcessor({ ...options, onRecorded: release });
+  // Puts an event parked for its object's turn back in the queue.
+  const requeue = (job: Job): boolean => {
+    const entry = entries.get(job.key);
+    if (entry === undefined) return false;
+    push(entry, job);
+    return true;
+  };
+  const order = options.order && createOrderGate({ ...options, order: options.order, requeue });
 
   // Queued jobs in order; `head` is the next one. Workers take them until none is left.
   let queue: Job[] = [];
@@ -150,7 +162,9 @@ export function createWorkQueue(options: WorkQueueOptions) {
         }
         entry.state = 'running';
         try {
-          await processEvent(job, entry.lease);
+          if (order === undefined) await processEvent(job, entry.lease);
+          // Parked until its object's turn: the worker goes on with other events.
+          else if ((await order.run(job, entry.lease, processEvent)) === PARKED) entry.state = 'queued';
         } catch (error) {
           reportError(error, { key: job.key, phase: 'handler' });
         }
@@ -321,6 +335,9 @@ export function createWorkQueue(options: WorkQueueOptions) {
       held: entries.size,
       heldBytes,
       ...counts,
+      waitingForOrder: 0,
+      stale: 0,
+      ...order?.stats(),
       maxQueuedEvents,
       maxQueuedBytes,
       concurrency,

@@ -1,3 +1,4 @@
+import { createMemoryOrder } from './memory-order.js';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, RecoveredEvent, StoredEvent } from './types.js';
 
 /** Options of {@link createMemoryStore}. */
@@ -17,8 +18,9 @@ export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
  * An idempotency store in the memory of one process: exactly-once within that process, nothing
- * shared and nothing kept across restarts. The default of `createReceiver`; use `@payhook/redis`
- * when several instances receive, or when an acknowledged event must survive a crash.
+ * shared and nothing kept across restarts; per-object order too (`order`). The default of
+ * `createReceiver`; use `@payhook/redis` when several instances receive, or when an acknowledged
+ * event must survive a crash.
  *
  * @example
  * ```ts
@@ -71,8 +73,16 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
     return record?.state === 'processing' && record.owner === owner ? record : undefined;
   };
 
-  return {
+  const store: IdempotencyStore = {
     leaseMs: options.leaseMs,
+    // Per-object order: one step with the done mark, as everything here is synchronous.
+    order: createMemoryOrder({
+      live,
+      held,
+      complete: (key, owner) => store.complete(key, owner),
+      now,
+      retentionMs,
+    }),
 
     async claim(key: string, request: ClaimRequest): Promise<ClaimResult> {
       const t = now();
@@ -165,4 +175,5 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
       return record ? { ...record } : undefined;
     },
   };
+  return store;
 }

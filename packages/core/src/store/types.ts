@@ -36,6 +36,14 @@ export interface IdempotencyStore {
   /** Releases what the store opened itself (never a client the caller passed in). */
   close?(): Promise<void>;
   /**
+   * Optional: per-object order (docs/design.md, "Per-object order"). A store that has it lets
+   * the receiver run the events of one object (a payment session) one at a time across every
+   * instance, and skip an event older in the object's lifecycle than one already handled. A
+   * store without it still works; its receiver processes events unordered, and says so at
+   * creation. A store that has it passes `describeOrderContract` of `@payhook/core/testing`.
+   */
+  readonly order?: ObjectOrderStore;
+  /**
    * Optional: a store that lives in the database of the handlers' own effects runs each attempt of
    * an event's handlers in one of its transactions (docs/stores.md). It opens the transaction,
    * calls `run` with it (the receiver hands it to the handlers as `context.transaction`), then, in
@@ -43,9 +51,16 @@ export interface IdempotencyStore {
    * writes and the done mark commit together or not at all. Resolves true once committed; false if
    * `owner` no longer held the key (the transaction is rolled back, another instance has the
    * event); rejects, rolled back, with what `run` threw, or with the database's error. A receiver
-   * with such a store never calls `complete` for an event that ran through it.
+   * with such a store never calls `complete` for an event that ran through it. With per-object
+   * order (the store has `order`), `order` names the event's object and the rank it raises: the
+   * same transaction raises the rank and frees the lock, as {@link ObjectOrderStore.complete}.
    */
-  runInTransaction?(key: string, owner: string, run: (transaction: unknown) => unknown): Promise<boolean>;
+  runInTransaction?(
+    key: string,
+    owner: string,
+    run: (transaction: unknown) => unknown,
+    order?: OrderedCompletion,
+  ): Promise<boolean>;
 }
 
 /** What a claim records. */
@@ -94,3 +109,45 @@ export interface RecoveredEvent {
   businessId: string;
   attempts: number;
 }
+
+/**
+ * Per-object order, the optional capability {@link IdempotencyStore.order}.
+ *
+ * An object is named by the receiver: `object` is unique within the business of the event key
+ * (`key` is `<business id>:<checksum>`, the business the part before its last `:`), and a store
+ * keeps the objects of different businesses apart. For each object the store keeps:
+ * - its lock, held by one event at a time: by the event `key` that took it with `lock`, for as
+ *   long as that event is `processing` under a live lease. There is no lease of its own: renewing
+ *   the event's lease keeps the lock, and completing or failing the event, or its lease lapsing
+ *   (the owner died), frees it, so a dead holder never blocks its object past one lease;
+ * - its rank: the highest rank among the events of the object completed through
+ *   {@link ObjectOrderStore.complete}, kept at least as long as the tombstones (the retention),
+ *   counted from the object's last completion.
+ */
+export interface ObjectOrderStore {
+  /**
+   * Takes the lock of `object` for the event `key`, which `owner` must hold (`processing` under
+   * its live lease; `lost` otherwise). `locked`, with the object's rank (undefined before any
+   * ranked completion), if no other event holds the lock or `key` holds it already; `busy` if
+   * another event holds it. Never waits: the receiver parks the event and asks again.
+   */
+  lock(key: string, owner: string, object: string): Promise<ObjectLock>;
+  /**
+   * Marks the held `key` done, as {@link IdempotencyStore.complete} does, and in the same atomic
+   * step raises the object's rank to `rank` if it is higher (undefined leaves the rank as it is)
+   * and frees the lock. False, changing nothing, if `owner` no longer holds `key`.
+   */
+  complete(key: string, owner: string, object: string, rank: number | undefined): Promise<boolean>;
+}
+
+/** An ordered event's object and the rank its completion raises (undefined: none, it was stale). */
+export interface OrderedCompletion {
+  object: string;
+  rank: number | undefined;
+}
+
+/** The answer of {@link ObjectOrderStore.lock}. */
+export type ObjectLock =
+  | { status: 'locked'; rank: number | undefined }
+  | { status: 'busy' }
+  | { status: 'lost' };

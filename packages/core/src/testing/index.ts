@@ -204,6 +204,7 @@ export function createTestRequest(payload: unknown, options: TestRequestOptions 
   return { body, headers: { 'content-type': 'application/json', ...signature } };
 }
 
+export { describeOrderContract } from './order-contract.js';
 export {
   describeStoreContract,
   type StoreContractAssertion,
