@@ -33,11 +33,15 @@ export function logFormat(asked: string | undefined, io: Io): LogFormat {
 
 /**
  * The sender's log stream in the chosen format: pino's JSON lines as they are, or one readable
- * line each (`12:34:56 INFO  request completed  POST /payment-sessions 201 3 ms`).
+ * line each. Readable, an API call is one line (`12:34:56 INFO  POST /payment-sessions  201  3 ms`):
+ * the server's `incoming request` line is held back and its method and URL go on the `request
+ * completed` line of the same request.
  */
 export function logStream(format: LogFormat, io: Io): { write(line: string): void } {
   if (format === 'json') return { write: (line) => void io.stdout.write(line) };
   const paint = painter(io);
+  /** Each request begun and not yet completed, by its id: `GET /accounts/settings`. */
+  const begun = new Map<unknown, { method?: string; url?: string }>();
   return {
     write(line) {
       let entry: Record<string, unknown>;
@@ -46,6 +50,18 @@ export function logStream(format: LogFormat, io: Io): { write(line: string): voi
       } catch {
         io.stdout.write(line);
         return;
+      }
+      const req = entry.req as { method?: string; url?: string } | undefined;
+      if (entry.msg === 'incoming request' && req?.method && entry.reqId !== undefined) {
+        // A server that never completes requests must not grow this without bound.
+        if (begun.size >= 1_000) begun.clear();
+        begun.set(entry.reqId, req);
+        return;
+      }
+      if (entry.msg === 'request completed' && begun.has(entry.reqId)) {
+        const { msg: _, ...rest } = entry;
+        entry = { ...rest, msg: '', req: begun.get(entry.reqId) };
+        begun.delete(entry.reqId);
       }
       io.stdout.write(`${formatEntry(entry, paint)}\n`);
     },
@@ -57,7 +73,8 @@ function formatEntry(entry: Record<string, unknown>, paint: ReturnType<typeof pa
   const time = new Date(typeof entry.time === 'number' ? entry.time : Date.now()).toTimeString().slice(0, 8);
   const colour =
     level === 'ERROR' || level === 'FATAL' ? paint.red : level === 'WARN' ? paint.yellow : paint.dim;
-  const parts = [paint.dim(time), colour(level.padEnd(5)), String(entry.msg ?? '')];
+  const parts = [paint.dim(time), colour(level.padEnd(5))];
+  if (entry.msg) parts.push(String(entry.msg));
   const req = entry.req as { method?: string; url?: string } | undefined;
   if (req?.method) parts.push(`${req.method} ${req.url ?? ''}`);
   const res = entry.res as { statusCode?: number } | undefined;

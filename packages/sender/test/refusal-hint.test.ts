@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { AttemptOutcome } from '../src/delivery/attempt-outcome.js';
-import { createRefusalHints, REFUSAL_HINT_INTERVAL_MS, refusalHint } from '../src/delivery/refusal-hint.js';
+import {
+  createRefusalHints,
+  REFUSAL_HINT_INTERVAL_MS,
+  receiverErrorCode,
+  refusalHint,
+} from '../src/delivery/refusal-hint.js';
 
 const BIZ = 'biz_refusal_hint';
 const ENDPOINT = '7d3c7c1e-0f5e-4d61-9d0e-3b8f0d2b9a11';
@@ -64,5 +69,33 @@ describe('refusalHint: what a 401 or 403 most likely means', () => {
     expect(due('http://b', 'h')).toBe(true);
     now += REFUSAL_HINT_INTERVAL_MS;
     expect(due('http://a', 'h')).toBe(true);
+  });
+});
+
+describe('refusalHint: a receiver that cannot see the address', () => {
+  it('500 client_address_unknown names getClientAddress and, with no proxy in front, allowAnyIp', () => {
+    const hint = refusalHint(refused(500, 'client_address_unknown'), BIZ);
+    expect(hint).toContain("the receiver cannot see this sender's address (client_address_unknown)");
+    expect(hint).toContain('getClientAddress');
+    expect(hint).toContain('allowAnyIp: true');
+    // Any other 500 is the receiver's own fault: nothing to say.
+    expect(refusalHint(refused(500, 'internal_error'), BIZ)).toBeUndefined();
+  });
+});
+
+describe('receiverErrorCode', () => {
+  it("reads a payhook receiver's error code, and nothing from any other body", () => {
+    expect(receiverErrorCode('{"error":{"code":"signature_required","message":"..."}}')).toBe(
+      'signature_required',
+    );
+    for (const body of [
+      null,
+      '',
+      'Internal Server Error',
+      '{"error":"nope"}',
+      '{"error":{"code":"<b>x</b>"}}',
+      'null',
+    ])
+      expect(receiverErrorCode(body)).toBeUndefined();
   });
 });

@@ -333,7 +333,8 @@ async function printKeys(
 
 /**
  * A delivery attempt as a line: `09:28:13  ✓ 200  6 ms  payment.session.created  <url>  [event id]`
- * for a person, a pino line (`msg: "delivery attempt"` and its fields) for a machine.
+ * for a person (a refusal also names the receiver's error code and what to check), a pino line
+ * (`msg: "delivery attempt"` and its fields) for a machine.
  */
 function sayAttempt(format: LogFormat, io: Parameters<Command['run']>[1], a: FedAttempt): void {
   const fields = {
@@ -344,6 +345,8 @@ function sayAttempt(format: LogFormat, io: Parameters<Command['run']>[1], a: Fed
     status_code: a.statusCode,
     latency_ms: a.latencyMs,
     error_code: a.errorCode,
+    receiver_code: a.receiverCode ?? null,
+    hint: a.hint ?? null,
     delivery_status: a.status,
   };
   if (format === 'json') {
@@ -352,12 +355,14 @@ function sayAttempt(format: LogFormat, io: Parameters<Command['run']>[1], a: Fed
   }
   const paint = painter(io);
   const ok = a.statusCode === 200 && a.errorCode === null;
-  const outcome = a.statusCode === null ? (a.errorCode ?? 'no response') : String(a.statusCode);
+  // A refusal names the receiver's error code (`✗ 500 client_address_unknown`) and what to check.
+  const status = a.receiverCode ? `${a.statusCode} ${a.receiverCode}` : String(a.statusCode);
+  const outcome = a.statusCode === null ? (a.errorCode ?? 'no response') : status;
   const next = a.status === 'pending' ? '  (will retry)' : a.status === 'failed' ? '  (failed for good)' : '';
   const time = a.startedAt.toTimeString().slice(0, 8);
   say(
     format,
     io,
-    `${paint.dim(time)}  ${ok ? paint.green(`✓ ${outcome}`) : paint.red(`✗ ${outcome}`)}  ${a.latencyMs} ms  ${a.eventType}  ${a.url}  [${a.eventId}]${next}`,
+    `${paint.dim(time)}  ${ok ? paint.green(`✓ ${outcome}`) : paint.red(`✗ ${outcome}`)}  ${a.latencyMs} ms  ${a.eventType}  ${a.url}  [${a.eventId}]${next}${a.hint ? `  ${paint.yellow(a.hint)}` : ''}`,
   );
 }

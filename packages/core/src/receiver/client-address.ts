@@ -35,7 +35,7 @@ export function addressRefusal(
   if (!clientIp) {
     logger.warn(
       { code: 'client_address_unknown' },
-      'payhook: request refused, its client address is unknown and allowedIps needs one (500 client_address_unknown)',
+      'payhook: request refused, its client address is unknown and allowedIps needs one (500 client_address_unknown): tell the adapter where the platform gives it (@payhook/web: getClientAddress, such as the x-real-ip header your proxy writes; trustCloudflare on Workers), or, with no proxy in front (next dev, next start locally), set allowAnyIp: true and let signingSecrets prove the sender',
     );
     return new PayhookError(
       'client_address_unknown',

@@ -16,6 +16,10 @@ export interface FedAttempt {
   statusCode: number | null;
   latencyMs: number;
   errorCode: string | null;
+  /** The error code the receiver named in its JSON body (`invalid_signature`...), on a refusal. */
+  receiverCode?: string | null;
+  /** What the refusal most likely means and what to check (`refusalHint`), when known. */
+  hint?: string | null;
   startedAt: Date;
 }
 

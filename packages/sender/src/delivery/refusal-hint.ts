@@ -16,7 +16,7 @@ const signedV1a = (sent: SentSignature | undefined) =>
   (sent?.signature ?? '').split(' ').some((entry) => entry.startsWith('v1a,'));
 
 /**
- * What a receiver's 401 or 403 most likely means, in words a developer can act on: a payhook
+ * What a receiver's 401 or 403 (or 500 `client_address_unknown`) most likely means, in words a developer can act on: a payhook
  * receiver (or one speaking its error codes) names the proof it refused in its body's `error.code`.
  * A refused signature of an endpoint that signs with Ed25519 (v1a, seen in `sent.signature`)
  * points at the endpoint's `whpk_` public key, which the receiver verifies with; any other at the
@@ -33,12 +33,13 @@ export function refusalHint(
   businessId: string,
   sent?: SentSignature,
 ): string | undefined {
-  if ((outcome.statusCode !== 401 && outcome.statusCode !== 403) || !outcome.responseBody) return undefined;
-  let code: unknown;
-  try {
-    code = (JSON.parse(outcome.responseBody) as { error?: { code?: unknown } }).error?.code;
-  } catch {
-    return undefined;
+  const status = outcome.statusCode;
+  if (status !== 401 && status !== 403 && status !== 500) return undefined;
+  const code = receiverErrorCode(outcome.responseBody);
+  if (status === 500) {
+    return code === 'client_address_unknown'
+      ? "the receiver cannot see this sender's address (client_address_unknown): give its handler getClientAddress (the header its proxy writes), or, with no proxy in front (next dev, next start locally), allowAnyIp: true (ALLOWED_IPS=* in the quickstarts) with signingSecrets"
+      : undefined;
   }
   switch (code) {
     case 'invalid_checksum':
@@ -58,6 +59,20 @@ export function refusalHint(
       return "source address refused: is this sender's address in the receiver's allowedIps?";
     default:
       return undefined;
+  }
+}
+
+/**
+ * The error code a receiver names in its JSON body (`{"error":{"code":"invalid_checksum"}}`, as
+ * payhook's receivers answer), or undefined for any other body.
+ */
+export function receiverErrorCode(responseBody: string | null): string | undefined {
+  if (!responseBody) return undefined;
+  try {
+    const code = (JSON.parse(responseBody) as { error?: { code?: unknown } } | null)?.error?.code;
+    return typeof code === 'string' && /^[a-z][a-z0-9_]{0,63}$/.test(code) ? code : undefined;
+  } catch {
+    return undefined;
   }
 }
 
