@@ -25,12 +25,20 @@ export async function openStorage(
   const url =
     flags['database-url'] ?? (flags['data-dir'] === undefined ? env.DATABASE_URL || undefined : undefined);
   // Loaded on use: the commands that open no storage start without the sender's package.
-  const { DataDirLockedError, openDatabase } = await import('@payhook/sender');
+  const { DataDirLockedError, openDatabase, readSecretKeys, SecretKeyError } = await import(
+    '@payhook/sender'
+  );
   try {
+    // The key that seals the signing secrets (PAYHOOK_SECRET_KEY), from this command's environment.
+    const secretKeys = readSecretKeys(env);
     return await openDatabase(
-      url ? { url, ...timeouts } : { dataDir: flags['data-dir'] ?? env.PAYHOOK_DATA_DIR ?? './.payhook' },
+      url
+        ? { url, ...timeouts, secretKeys }
+        : { dataDir: flags['data-dir'] ?? env.PAYHOOK_DATA_DIR ?? './.payhook', secretKeys },
     );
   } catch (error) {
+    // A key that is missing, malformed or wrong: the configuration, like a bad flag (exit 2).
+    if (error instanceof SecretKeyError) throw new CliError(`${error.message} (${error.code})`);
     if (error instanceof DataDirLockedError) {
       throw new CliError(
         `${error.message} Stop the running sender first, or run it on PostgreSQL (--database-url) to share the data.`,

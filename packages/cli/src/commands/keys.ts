@@ -4,10 +4,11 @@ import { openStorage, storageOptions } from '../storage.js';
 
 export const keys: Command = {
   name: 'keys',
-  summary: 'Create, list and revoke API keys of the sender (stored hashed)',
+  summary: 'Create, list and revoke API keys of the sender (stored hashed); make a sealing key',
   help: `Usage: payhook keys create --business-id <id> --mode test|live [--data-dir <dir> | --database-url <url>] [--json]
        payhook keys list [--business-id <id>] [--data-dir <dir> | --database-url <url>] [--json]
        payhook keys revoke <key or prefix> [--data-dir <dir> | --database-url <url>] [--json]
+       payhook keys secret-key [--id <key id>] [--json]
 
 create stores a new API key for one business in one mode and prints it once: only its hash is
 kept. list shows the keys' prefixes, businesses, modes and creation times. revoke deletes a
@@ -15,10 +16,15 @@ stored key, given whole or by the prefix list shows (a prefix that several keys 
 none and lists them); the sender refuses it from the next request. Storage: the PGlite
 directory (default ./.payhook, or PAYHOOK_DATA_DIR) or a PostgreSQL server (DATABASE_URL).
 A PGlite directory is used by one process at a time: stop \`payhook serve\` first.
+secret-key prints a new key for PAYHOOK_SECRET_KEY, the key that seals the signing secrets in the
+sender's database (<key id>:<32 random bytes, base64url>); it opens no storage. To rotate it, see
+the sender's README ("Signing secrets at rest").
 
 Options:
   --business-id <id>     the business the key acts for                   required by create
   --mode <mode>          test or live                                    required by create
+  --id <key id>          the id of a new secret-key (letters, digits, _ and -)
+                                                                         default: k + 8 random hex digits
   --data-dir <dir>       the sender's PGlite directory                   default: ./.payhook
   --database-url <url>   a PostgreSQL server instead
   --json                 print JSON
@@ -28,13 +34,15 @@ Examples:
   payhook keys create --business-id biz_123 --mode test
   payhook keys list --json
   payhook keys revoke sk_test_AbCd
+  payhook keys secret-key --id k2026
   payhook keys create --business-id biz_123 --mode live --database-url postgres://localhost/payhook`,
   async run(argv, io) {
     const [action, ...rest] = argv;
-    if (action !== 'create' && action !== 'list' && action !== 'revoke') {
-      const suggestion = action && closest(action, ['create', 'list', 'revoke']);
+    const actions = ['create', 'list', 'revoke', 'secret-key'];
+    if (action === undefined || !actions.includes(action)) {
+      const suggestion = action && closest(action, actions);
       throw new CliError(
-        `payhook keys takes create, list or revoke${action ? `, not ${JSON.stringify(action)}` : ''}.${suggestion ? ` Did you mean ${suggestion}?` : ''} See: ${commandLine('keys --help', io.env)}`,
+        `payhook keys takes create, list, revoke or secret-key${action ? `, not ${JSON.stringify(action)}` : ''}.${suggestion ? ` Did you mean ${suggestion}?` : ''} See: ${commandLine('keys --help', io.env)}`,
       );
     }
     const { values, positionals } = parse(
@@ -43,11 +51,28 @@ Examples:
       {
         'business-id': { type: 'string' },
         mode: { type: 'string' },
+        id: { type: 'string' },
         json: { type: 'boolean' },
         ...storageOptions,
       },
       action === 'revoke' ? 1 : 0,
     );
+    if (action === 'secret-key') {
+      const { generateSecretKey, SecretKeyError } = await import('@payhook/sender');
+      let key: string;
+      try {
+        key = generateSecretKey(values.id);
+      } catch (error) {
+        if (error instanceof SecretKeyError) throw new CliError(`--id: ${error.message}`);
+        throw error;
+      }
+      if (values.json) printJson(io, { secretKey: key, id: key.slice(0, key.indexOf(':')) });
+      else
+        io.stdout.write(
+          `PAYHOOK_SECRET_KEY=${key}\n\nThe key that seals the sender's signing secrets: keep it outside the database (a secret manager), the same on every instance.\n`,
+        );
+      return EXIT.ok;
+    }
     if (action === 'revoke') {
       const target = required(positionals[0], '<key or prefix>', 'keys');
       const database = await openStorage(values, io.env);

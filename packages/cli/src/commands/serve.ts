@@ -35,6 +35,9 @@ and the \`payhook endpoints add\` command that registers its URL; then one line 
 attempt (outcome, latency, event, URL). A port in use is reported before anything is created. The
 environment variables of the sender (PORT, HOST, PAYHOOK_DATA_DIR, DATABASE_URL,
 PAYHOOK_API_KEYS, PAYHOOK_ALLOW_PRIVATE_WEBHOOKS, PAYHOOK_PROCESSES, LOG_LEVEL, ...) apply; flags win over them.
+Signing secrets are stored sealed with PAYHOOK_SECRET_KEY (\`payhook keys secret-key\` makes one;
+required on PostgreSQL); without it, on PGlite, with a key kept in <data dir>/payhook-secret-key
+(made on the first start, mode 0600, and said so).
 Stops on Ctrl-C or SIGTERM, finishing or releasing the deliveries in flight (a second
 Ctrl-C stops at once; what was in flight is retried after its lease).
 
@@ -76,7 +79,7 @@ Examples:
       throw new CliError('--business-id takes letters, digits, ".", ":", "_" and "-" (at most 128).');
     }
     // The sender's package is loaded here, not at start: the commands that run no sender start faster.
-    const { ConfigError, loadConfig } = await import('@payhook/sender');
+    const { ConfigError, loadConfig, SecretKeyError } = await import('@payhook/sender');
     let config: SenderConfig;
     try {
       config = loadConfig({
@@ -87,6 +90,7 @@ Examples:
       });
     } catch (error) {
       if (error instanceof ConfigError) throw new CliError(error.message.replace(/^PORT/, '--port (PORT)'));
+      if (error instanceof SecretKeyError) throw new CliError(`${error.message} (${error.code})`);
       throw error;
     }
     // Before the database and a key are made: a start that cannot listen leaves nothing behind.
