@@ -1,8 +1,10 @@
-/** The frameworks `payhook init` writes a receiver for. */
-export const FRAMEWORKS = ['express', 'koa', 'fastify'] as const;
-export type Framework = (typeof FRAMEWORKS)[number];
+import type { AppTemplate } from './init-app.js';
+import { WEB_TEMPLATES } from './init-web-templates.js';
 
-interface FrameworkTemplate {
+export type { AppTemplate } from './init-app.js';
+
+/** The Node.js frameworks, each with its adapter: what their index.mjs mounts and how. */
+interface NodeFramework {
   title: string;
   /** The framework's own range in the app's package.json (one its adapter takes). */
   range: string;
@@ -11,7 +13,7 @@ interface FrameworkTemplate {
   serve: string;
 }
 
-const TEMPLATES: Record<Framework, FrameworkTemplate> = {
+const NODE_FRAMEWORKS = {
   express: {
     title: 'Express',
     range: '^5.1.0',
@@ -44,11 +46,10 @@ await app.listen({ port: Number(PORT) });
 const port = app.server.address().port;
 const stop = () => app.close();`,
   },
-};
+} satisfies Record<string, NodeFramework>;
 
-/** index.mjs: the README's quickstart for `framework`, settings from the environment, runnable as is. */
-export function indexSource(framework: Framework): string {
-  const t = TEMPLATES[framework];
+/** index.mjs: the quickstart for a Node.js framework, settings from the environment, runnable as is. */
+function nodeIndex(t: NodeFramework): string {
   return `// A payhook receiver: verifies each event (checksum, signature, sender address), answers 200 at
 // once, and runs its handler once, after the response.
 import { createReceiver } from '@payhook/core';
@@ -87,29 +88,83 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 `;
 }
 
-/** package.json: the adapter and core (from `payhookRange`), and the framework. */
+/** Every framework and runtime `payhook init` writes an app for, by its --framework name. */
+export const TEMPLATES: Record<string, AppTemplate> = {
+  ...Object.fromEntries(
+    Object.entries(NODE_FRAMEWORKS).map(([name, t]): [string, AppTemplate] => [
+      name,
+      {
+        title: t.title,
+        dependencies: { [name]: t.range },
+        scripts: { start: 'node index.mjs' },
+        start: 'npm start   # PORT=3000 by default',
+        localIps: '127.0.0.1,::1',
+        files: { 'index.mjs': nodeIndex(t) },
+      },
+    ]),
+  ),
+  ...WEB_TEMPLATES,
+};
+
+/** The frameworks `payhook init` writes a receiver for. */
+export const FRAMEWORKS = ['express', 'koa', 'fastify', 'next', 'hono', 'bun', 'deno', 'worker'] as const;
+export type Framework = (typeof FRAMEWORKS)[number];
+
+/** The @payhook package a framework's app mounts: its adapter, or the Web handler. */
+export const adapterOf = (framework: Framework): string =>
+  framework in NODE_FRAMEWORKS ? `@payhook/${framework}` : '@payhook/web';
+
+/** package.json: core and the adapter (from `payhookRange`), and the framework's packages. */
 export function packageJsonSource(
   name: string,
   framework: Framework,
   payhookRange: (pkg: string) => string,
 ): string {
+  const t = TEMPLATES[framework] as AppTemplate;
   const manifest = {
     name,
     private: true,
     type: 'module',
     engines: { node: '>=20.19' },
-    scripts: { start: 'node index.mjs' },
+    scripts: t.scripts,
     dependencies: {
       '@payhook/core': payhookRange('@payhook/core'),
-      [`@payhook/${framework}`]: payhookRange(`@payhook/${framework}`),
-      [framework]: TEMPLATES[framework].range,
+      [adapterOf(framework)]: payhookRange(adapterOf(framework)),
+      ...t.dependencies,
     },
+    ...(t.devDependencies ? { devDependencies: t.devDependencies } : {}),
   };
   return `${JSON.stringify(manifest, null, 2)}\n`;
 }
 
+/** Where a template's app listens locally: `wrangler dev`'s port for a Worker, else PORT's default. */
+export const localUrl = (framework: Framework) =>
+  `http://localhost:${framework === 'worker' ? 8787 : 3000}/webhooks`;
+
+/** How a template's app takes its settings locally: export lines, or .dev.vars for a Worker. */
+function settingsLines(framework: Framework): string {
+  const ips = (TEMPLATES[framework] as AppTemplate).localIps;
+  if (framework === 'worker') {
+    return `# .dev.vars, which wrangler dev reads: locally, what \`payhook serve\` prints
+BUSINESS_ID=...
+WEBHOOK_SECRET=whsec_...
+ALLOWED_IPS=${ips}`;
+  }
+  const why =
+    ips === "'*'"
+      ? `
+# ALLOWED_IPS='*' locally: next dev (or next start with no proxy in front) sees no client
+# address it can trust; the signature still proves the sender. Behind Vercel or a load balancer
+# that writes x-real-ip, the service's addresses.`
+      : '';
+  return `# locally, what \`payhook serve\` prints; in production, your business id, its signing secret and
+# the service's addresses${why}
+export BUSINESS_ID=... WEBHOOK_SECRET=whsec_... ALLOWED_IPS=${ips}`;
+}
+
 /** README.md: how to run the app and send it events; `fromClone` says where @payhook/* come from. */
 export function readmeSource(name: string, framework: Framework, fromClone: string | undefined): string {
+  const t = TEMPLATES[framework] as AppTemplate;
   const origin = fromClone
     ? `
 The @payhook packages are the tarballs of a payhook clone (\`file:\` paths in package.json, to
@@ -117,19 +172,19 @@ ${fromClone}). After pulling a newer payhook, run \`pnpm pack:all\` in the clone
 with those two paths here again (a bare \`npm install\` keeps the copies it installed before).
 `
     : '';
+  const url = localUrl(framework);
+  const files = Object.keys(t.files).filter((f) => !f.endsWith('.toml'));
   return `# ${name}
 
-A payhook receiver on ${TEMPLATES[framework].title}: \`index.mjs\` verifies each event the service
+A payhook receiver on ${t.title}: \`${files.join('`, `')}\` verifies each event the service
 sends to \`/webhooks\`, answers 200 at once, and runs its handler once.
 
 ## Run it
 
 \`\`\`sh
 npm install
-# locally, what \`payhook serve\` prints; in production, your business id, its signing secret and
-# the service's addresses
-export BUSINESS_ID=... WEBHOOK_SECRET=whsec_... ALLOWED_IPS=127.0.0.1,::1
-npm start   # PORT=3000 by default
+${settingsLines(framework)}
+${t.start}
 \`\`\`
 
 ## Send it events
@@ -138,11 +193,11 @@ npm start   # PORT=3000 by default
 
 \`\`\`sh
 # one signed event, straight to the receiver
-payhook trigger payment.session.succeeded --to http://localhost:3000/webhooks \\
+payhook trigger payment.session.succeeded --to ${url} \\
   --business-id "$BUSINESS_ID" --secret "$WEBHOOK_SECRET"
 # or real events from the local sender: register the URL, then make a payment succeed
 payhook serve --allow-private-webhooks --business-id "$BUSINESS_ID"
-payhook endpoints add http://localhost:3000/webhooks --api-key sk_test_...
+payhook endpoints add ${url} --api-key sk_test_...
 payhook trigger payment.session.succeeded --base-url http://127.0.0.1:8080 --api-key sk_test_...
 \`\`\`
 ${origin}`;

@@ -58,6 +58,41 @@ describe('payhook init', { timeout: 30_000 }, () => {
     expect(manifest.dependencies.express).toBe('^5.1.0');
   });
 
+  it.each([
+    [
+      'next',
+      ['app/webhooks/route.js'],
+      { next: expect.any(String), react: expect.any(String), 'react-dom': expect.any(String) },
+    ],
+    ['hono', ['index.mjs'], { hono: expect.any(String), '@hono/node-server': expect.any(String) }],
+    ['bun', ['index.ts'], {}],
+    ['deno', ['index.ts'], {}],
+    ['worker', ['worker.mjs', 'wrangler.toml'], {}],
+  ])(
+    '--framework %s writes the Web handler app (%s), @payhook/web and core from the tarballs',
+    async (framework, files, deps) => {
+      const tarballs = join(base, 'tarballs');
+      const app = join(base, `web-${framework}`);
+      const run = await payhookCli(['init', app, '--framework', framework, '--tarballs', tarballs]);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      expect(run.stdout).toContain(`${files[0]} (a receiver on ${framework})`);
+      expect(run.stdout).toContain('trigger payment.session.succeeded --to http://localhost:');
+      const manifest = JSON.parse(await readFile(join(app, 'package.json'), 'utf8'));
+      expect(manifest.dependencies).toEqual({
+        '@payhook/core': 'file:../tarballs/payhook-core.tgz',
+        '@payhook/web': 'file:../tarballs/payhook-web.tgz',
+        ...deps,
+      });
+      for (const file of files) expect((await readFile(join(app, file), 'utf8')).length).toBeGreaterThan(100);
+      const source = await readFile(join(app, files[0] as string), 'utf8');
+      expect(source).toContain("import { createWebHandler } from '@payhook/web';");
+      // Signatures required: the receiver has the business's signing secret.
+      expect(source).toContain('signingSecrets: [WEBHOOK_SECRET]');
+      const readme = await readFile(join(app, 'README.md'), 'utf8');
+      expect(readme).toContain(framework === 'next' ? "ALLOWED_IPS='*'" : 'ALLOWED_IPS=127.0.0.1,::1');
+    },
+  );
+
   it('refuses a directory that is not empty, and a framework it does not know, with exit code 2', async () => {
     const full = join(base, 'full');
     await mkdir(full);
@@ -68,7 +103,9 @@ describe('payhook init', { timeout: 30_000 }, () => {
     expect(await readdir(full)).toEqual(['keep.txt']);
     const framework = await payhookCli(['init', join(base, 'hapi'), '--framework', 'hapi']);
     expect(framework.code).toBe(2);
-    expect(framework.stderr).toContain('--framework must be one of express, koa, fastify, not "hapi".');
+    expect(framework.stderr).toContain(
+      '--framework must be one of express, koa, fastify, next, hono, bun, deno, worker, not "hapi".',
+    );
     expect((await payhookCli(['init'])).stderr).toContain('<dir> is required.');
   });
 });

@@ -1,15 +1,16 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
-import { basename, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import packageJson from '../../package.json' with { type: 'json' };
 import { CliError, type Command, EXIT, oneOf, parse } from '../command.js';
 import {
   FRAMEWORKS,
   type Framework,
-  indexSource,
+  localUrl,
   packageJsonSource,
   readmeSource,
+  TEMPLATES,
 } from '../init-templates.js';
 import { commandLine } from '../invocation.js';
 
@@ -36,18 +37,21 @@ function appName(dir: string): string {
 export const init: Command = {
   name: 'init',
   summary: 'Write a ready receiver app (package.json, index.mjs, README) into a new directory',
-  help: `Usage: payhook init <dir> [--framework express|koa|fastify] [--tarballs <dir>]
+  help: `Usage: payhook init <dir> [--framework <name>] [--tarballs <dir>]
 
-Writes a receiver app into <dir> (new, or empty): package.json, index.mjs (the README's quickstart
-for the framework: BUSINESS_ID, WEBHOOK_SECRET and ALLOWED_IPS from the environment, a handler per
-payment session event, a clean stop on Ctrl-C) and a README saying how to run it and send it events.
+Writes a receiver app into <dir> (new, or empty): package.json, the receiver (the quickstart of
+the framework or runtime: BUSINESS_ID, WEBHOOK_SECRET and ALLOWED_IPS from the environment, a
+handler per payment session event, a clean stop on Ctrl-C) and a README saying how to run it and
+send it events. express, koa and fastify use their adapter (index.mjs); next (app/webhooks/route.js),
+hono (index.mjs), bun and deno (index.ts) and worker (worker.mjs and wrangler.toml) the Web handler.
 
 Run from a payhook clone (\`pnpm -s payhook init\`), the app depends on the clone's tarballs by
 \`file:\` path: run \`pnpm pack:all\` in the clone first. Otherwise it depends on the published
 packages.
 
 Options:
-  --framework <name>   express, koa or fastify                     default: express
+  --framework <name>   express, koa, fastify, next, hono, bun,      default: express
+                       deno or worker
   --tarballs <dir>     take @payhook/* from the tarballs in <dir>   default: the clone's ./tarballs
   -h, --help           show this help
 
@@ -81,14 +85,23 @@ Examples:
     const range = tarballs ? fromTarball : () => `^${packageJson.version}`;
     const name = appName(dir);
     await mkdir(dir, { recursive: true });
+    const template = TEMPLATES[framework] as (typeof TEMPLATES)[string];
     await writeFile(join(dir, 'package.json'), packageJsonSource(name, framework, range));
-    await writeFile(join(dir, 'index.mjs'), indexSource(framework));
+    for (const [file, source] of Object.entries(template.files)) {
+      await mkdir(dirname(join(dir, file)), { recursive: true });
+      await writeFile(join(dir, file), source);
+    }
     await writeFile(join(dir, 'README.md'), readmeSource(name, framework, tarballs));
+    const receiverFile = Object.keys(template.files)[0];
+    const settings =
+      framework === 'worker'
+        ? `# in .dev.vars: BUSINESS_ID=..., WEBHOOK_SECRET=whsec_..., ALLOWED_IPS=${template.localIps} (one a line; what ${commandLine('serve', io.env)} prints)`
+        : `export BUSINESS_ID=... WEBHOOK_SECRET=whsec_... ALLOWED_IPS=${template.localIps}   # what ${commandLine('serve', io.env)} prints${template.localIps === "'*'" ? ', any address locally (see README.md)' : ''}`;
 
     const missing = tarballs && !existsSync(join(tarballs, tarballName('@payhook/core')));
     const shown = relative(process.cwd(), dir) || '.';
     io.stdout.write(
-      `Wrote ${shown}/: package.json, index.mjs (a receiver on ${framework}), README.md
+      `Wrote ${shown}/: package.json, ${receiverFile} (a receiver on ${framework}), README.md
 @payhook packages: ${tarballs ? `the tarballs in ${tarballs}` : `^${packageJson.version} from the registry`}${
         missing ? `\nNo tarballs there yet: run pnpm pack:all in ${clone ?? 'the payhook clone'} first.` : ''
       }
@@ -96,8 +109,10 @@ Examples:
 Next:
   cd ${shown}
   npm install
-  export BUSINESS_ID=... WEBHOOK_SECRET=whsec_... ALLOWED_IPS=127.0.0.1,::1   # what ${commandLine('serve', io.env)} prints
-  npm start
+  ${settings}
+  ${template.start}
+Then send it an event:
+  ${commandLine(`trigger payment.session.succeeded --to ${localUrl(framework)} --business-id "$BUSINESS_ID" --secret "$WEBHOOK_SECRET"`, io.env)}
 `,
     );
     return EXIT.ok;
