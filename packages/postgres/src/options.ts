@@ -9,7 +9,8 @@ export interface PostgresStoreOptions {
    * `close()`). Handlers get their transaction from this pool: give it a `max` above the
    * receiver's `concurrency`, since each running attempt holds a connection until it commits. The
    * store keeps two of the pool's connections out of the handlers' reach, so that claims (the 200)
-   * never wait for a handler.
+   * never wait for a handler. The store listens to the pool's `error` events (a connection that broke
+   * while idle), which would otherwise end the process: the pool drops it and connects anew.
    */
   pool: Pool | string;
   /** Schema of the inbox table (default `payhook`), created if missing. */

@@ -72,9 +72,9 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   } else {
     throw new TypeError('Invalid pool: pass a pg Pool or a postgres:// connection string.');
   }
-  // An idle connection that breaks (the server restarted) must not crash the process: the next
-  // statement fails instead, and the receiver answers 503.
-  if (owned) pool.on('error', () => {});
+  // An idle connection that breaks (the server restarted) must not crash the process: the pool
+  // drops it, the next statement connects anew, or fails and the receiver answers 503.
+  pool.on('error', ignore);
   const name = qualifiedName(schema, table);
   const sql = statements(name);
 
@@ -188,7 +188,10 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     },
 
     async close() {
+      pool.off('error', ignore);
       if (owned && !pool.ended) await pool.end();
     },
   };
 }
+
+const ignore = () => {};

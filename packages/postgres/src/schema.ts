@@ -68,6 +68,10 @@ export async function migrateInbox(pool: Pool, location: InboxLocation = {}): Pr
   const sql = inboxMigrationSql(location);
   const client: PoolClient = await pool.connect();
   let broken: Error | undefined;
+  const onBroken = (error: Error) => {
+    broken = error;
+  };
+  client.on('error', onBroken);
   try {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`payhook-inbox:${sql}`]);
@@ -78,6 +82,7 @@ export async function migrateInbox(pool: Pool, location: InboxLocation = {}): Pr
     throw error;
   } finally {
     // A connection whose migration failed is closed rather than returned mid-transaction.
+    client.off('error', onBroken);
     client.release(broken);
   }
 }

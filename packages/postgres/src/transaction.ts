@@ -32,8 +32,14 @@ export function createTransactionRunner(options: TransactionRunnerOptions) {
     // A connection whose attempt failed is closed, not returned to the pool: a handler that timed
     // out may still be sending statements on it.
     let broken: Error | boolean = false;
+    const onBroken = () => {
+      broken = true;
+    };
     try {
       client = await connectWithin(pool, timeoutMs);
+      // A connection that breaks mid-transaction emits an error besides failing its statements: a
+      // listener keeps it from crashing the process, and the connection is closed on release.
+      client.on('error', onBroken);
       const open = client;
       await withTimeout('BEGIN', timeoutMs, () => open.query('BEGIN'));
       try {
@@ -55,6 +61,7 @@ export function createTransactionRunner(options: TransactionRunnerOptions) {
       broken = true;
       throw error;
     } finally {
+      client?.off('error', onBroken);
       client?.release(broken);
       release();
     }
