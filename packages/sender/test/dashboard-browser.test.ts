@@ -1,72 +1,65 @@
 // @module-tag browser
 // @module-tag pglite
-import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DashboardSender, startDashboardSender } from './fixtures/dashboard.js';
-import { sessionRequest } from './fixtures/requests.js';
+import { launchChromium, shot, signedInWindow } from './fixtures/browser.js';
+import { apiData, type DashboardSender, paymentEvent, startDashboardSender } from './fixtures/dashboard.js';
 
-/**
- * The dashboard in a real browser: Debian's Chromium (package `chromium`), driven by
- * playwright-core through its executable path. `.ci/run` installs the package when it is missing.
- */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-
-/** Where the main views' screenshots go (git-ignored), for a reviewer to look at. */
-const SCREENSHOTS = fileURLToPath(new URL('../../../test-results/dashboard/', import.meta.url));
-
-// The flags a headless Chromium needs on a closed network, as root in a container.
-const ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+/** The dashboard in a real browser (fixtures/browser.ts). */
 
 let sender: DashboardSender;
 let browser: Browser;
 
-const api = async <T>(key: string, method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${sender.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return ((await response.json()) as { data: T }).data;
-};
+const api = <T>(key: string, method: string, path: string, body?: unknown) =>
+  apiData<T>(sender, key, method, path, body);
 
-/** A payment session of the test business; its `payment.session.created` event's id. */
-async function makeEvent(): Promise<string> {
-  const { payment } = await api<{ payment: { id: string } }>(
-    sender.keys.test,
-    'POST',
-    '/payment-sessions',
-    sessionRequest,
-  );
-  const [event] = await api<{ id: string }[]>(sender.keys.test, 'GET', `/events?payment_id=${payment.id}`);
-  return event?.id as string;
+const makeEvent = () => paymentEvent(sender);
+
+const signedIn = (key: string) => signedInWindow(browser, sender, key);
+
+/** What {@link CARD_LABELS} finds: the labels it measured, and each collision. */
+interface CardCheck {
+  labels: number;
+  problems: string[];
 }
 
-/** A new browser window signed in with `key`, through the sign-in form. */
-async function signedIn(key: string): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  const page = await context.newPage();
-  await page.goto(`${sender.url}/dashboard`);
-  await expect.poll(() => page.url()).toContain('/dashboard/sign-in');
-  await shot(page, 'sign-in');
-  await page.getByLabel('API key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL('**/dashboard/events');
-  return { context, page };
-}
+/**
+ * In the page, every shown card label (a stacked table cell's `::before`, from its `data-label`):
+ * its box must not overlap another label, must stay inside its cell, and the cell's content must
+ * lie right of it (nothing of the value in the label's column).
+ */
+const CARD_LABELS = `(() => {
+  const labels = [];
+  const problems = [];
+  const meets = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+  for (const td of document.querySelectorAll('table.stack td[data-label]')) {
+    if (td.getClientRects().length === 0) continue;
+    const cell = td.getBoundingClientRect();
+    const style = getComputedStyle(td);
+    const before = getComputedStyle(td, '::before');
+    const left = cell.left + parseFloat(style.borderLeftWidth) + parseFloat(style.paddingLeft) + parseFloat(before.marginLeft);
+    const top = cell.top + parseFloat(style.borderTopWidth) + parseFloat(style.paddingTop) + parseFloat(before.marginTop);
+    const box = { left, top, right: left + parseFloat(before.width), bottom: top + parseFloat(before.height) };
+    const name = td.dataset.label + ' (' + td.textContent.trim().slice(0, 30) + ')';
+    if (!(box.right > box.left && box.bottom > box.top)) problems.push(name + ': no label box');
+    if (box.left < cell.left - 0.5 || box.bottom > cell.bottom + 0.5) problems.push(name + ': label outside its cell');
+    const range = document.createRange();
+    range.selectNodeContents(td);
+    for (const rect of range.getClientRects()) {
+      // Nothing empty, nor text moved off the screen for screen readers only (.skip).
+      if (rect.width === 0 || rect.height === 0 || rect.right <= 0) continue;
+      if (rect.left < box.right - 0.5) problems.push(name + ': content in the label column');
+    }
+    for (const other of labels) if (meets(box, other.box)) problems.push(name + ': overlaps ' + other.name);
+    labels.push({ box, name });
+  }
+  return { labels: labels.length, problems };
+})()`;
+
+/** In the page, the size each shown chart axis label is drawn at, in CSS pixels. */
+const DRAWN_AXIS_FONT_SIZES = `[...document.querySelectorAll('svg.chart text.axis')]
+  .filter((t) => t.getClientRects().length > 0)
+  .map((t) => parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a)`;
 
 /** The focused element, as the keyboard test reads it. */
 interface Focused {
@@ -76,17 +69,8 @@ interface Focused {
   outline: boolean;
 }
 
-const shot = (page: Page, name: string) =>
-  page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
-
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `No browser at ${CHROMIUM}: install Debian's chromium package (apt-get install chromium), or set CHROMIUM_PATH to a Chromium or Chrome binary.`,
-    );
-  }
-  await mkdir(SCREENSHOTS, { recursive: true });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  browser = await launchChromium();
   sender = await startDashboardSender();
   await api(sender.keys.test, 'PATCH', '/accounts/settings', { webhook_urls: [sender.webhookUrl] });
 }, 120_000);
@@ -170,8 +154,8 @@ describe('the dashboard in Chromium', { timeout: 90_000 }, () => {
       // The endpoint's page: status, filter, secret on demand, the charts of its attempts so far.
       await page.locator('#endpoints').getByRole('link', { name: sender.webhookUrl }).click();
       await page.getByRole('heading', { name: sender.webhookUrl }).waitFor();
-      expect(await page.locator('svg.chart').count()).toBe(2);
-      expect(await page.locator('svg.chart rect.ok').count()).toBeGreaterThan(0);
+      expect(await page.locator('svg.chart.wide').count()).toBe(2);
+      expect(await page.locator('svg.chart.wide rect.ok').count()).toBeGreaterThan(0);
       await page
         .getByText(/\(show\)/)
         .first()
@@ -188,7 +172,7 @@ describe('the dashboard in Chromium', { timeout: 90_000 }, () => {
     }
   });
 
-  it('fits a 390 px wide screen: no page scrolls sideways, and tables become cards', async () => {
+  it('fits a 390 px wide screen: no page scrolls sideways, tables become cards whose labels keep their own column, chart labels stay 10 px or more', async () => {
     const { context, page } = await signedIn(sender.keys.test);
     try {
       await page.setViewportSize({ width: 390, height: 844 });
@@ -204,6 +188,15 @@ describe('the dashboard in Chromium', { timeout: 90_000 }, () => {
         await page.goto(`${sender.url}${path}`);
         const width = await page.evaluate<number>('document.documentElement.scrollWidth');
         expect(width, path).toBeLessThanOrEqual(390);
+        const cards = await page.evaluate<CardCheck>(CARD_LABELS);
+        expect(cards.problems, path).toEqual([]);
+        if (path !== '/dashboard/payments') expect(cards.labels, path).toBeGreaterThan(0);
+        if (name === 'endpoint-390') {
+          // The endpoint's charts: each axis label as drawn (its font size times the SVG's scale).
+          const ticks = await page.evaluate<number[]>(DRAWN_AXIS_FONT_SIZES);
+          expect(ticks.length).toBeGreaterThanOrEqual(6);
+          expect(Math.min(...ticks)).toBeGreaterThanOrEqual(10);
+        }
         await shot(page, name);
       }
     } finally {

@@ -69,7 +69,9 @@ describe("the dashboard's endpoint pages", { timeout: 60_000 }, () => {
     expect(page.html).toMatch(/whpk_/);
     expect(page.html).not.toMatch(/whsk_/);
     // Two server-rendered charts, no inline script or style.
-    expect(page.html.match(/<svg class="chart"/g)).toHaveLength(2);
+    // Two charts, each drawn wide and narrow (the style sheet shows the one that fits).
+    expect(page.html.match(/<svg class="chart wide"/g)).toHaveLength(2);
+    expect(page.html.match(/<svg class="chart narrow"/g)).toHaveLength(2);
     expect(page.html).toContain('Last 24 hours: no attempt.');
     expect(page.html).not.toMatch(/<script>|style="/);
     expect(page.html).toContain('<link rel="icon" href="/favicon.ico"');

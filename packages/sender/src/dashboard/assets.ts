@@ -31,6 +31,8 @@ table { border-collapse: collapse; width: 100%; } caption { text-align: left; co
 th, td { text-align: left; padding: 7px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { background: var(--soft); font-weight: 600; font-size: 13px; color: var(--muted); }
 tbody tr:hover { background: #fbfcfd; }
+table.linked-rows tbody tr { position: relative; } table.linked-rows tbody tr:hover { background: var(--soft); }
+a.row-link::after { content: ""; position: absolute; inset: 0; }
 code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; }
 pre { background: var(--soft); border: 1px solid var(--line); border-radius: var(--radius); padding: 10px; overflow: auto; max-height: 420px; }
 form.inline { display: inline; }
@@ -58,9 +60,9 @@ button.danger { color: var(--bad); border-color: rgba(207, 34, 46, 0.5); backgro
 button.danger:hover { background: #fff0f0; border-color: var(--bad); }
 .status { white-space: nowrap; font-weight: 600; }
 .status.delivered, .status.ok { color: var(--ok); } .status.failed, .status.bad { color: var(--bad); } .status.pending, .status.none { color: var(--wait); }
-.notice, .error, .warning { border: 1px solid var(--ok); border-left-width: 4px; padding: 8px 12px; border-radius: var(--radius); margin: 8px 0; }
-.notice p, .error p, .warning p { margin: 0; }
-.error { border-color: var(--bad); background: #fff8f8; } .warning { border-color: var(--wait); background: #fffbeb; }
+.notice, .error, .warning, .info { border: 1px solid var(--ok); border-left-width: 4px; padding: 8px 12px; border-radius: var(--radius); margin: 8px 0; }
+.notice p, .error p, .warning p, .info p { margin: 0; }
+.error { border-color: var(--bad); background: #fff8f8; } .warning { border-color: var(--wait); background: #fffbeb; } .info { border-color: var(--muted); background: var(--soft); }
 .muted { color: var(--muted); } .pager { display: flex; gap: 16px; margin: 12px 0; }
 .live { border: 1px solid var(--line); border-radius: var(--radius); padding: 6px 10px; margin-top: 22px; }
 .live h2 { margin-top: 6px; } .live .table-wrap { max-height: 320px; overflow: auto; }
@@ -69,7 +71,7 @@ button.danger:hover { background: #fff0f0; border-color: var(--bad); }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 420px), 1fr)); gap: 14px; }
 .charts figure { margin: 0; border: 1px solid var(--line); border-radius: var(--radius); padding: 8px; }
 .charts figcaption { font-size: 13px; color: var(--muted); }
-svg.chart { width: 100%; height: auto; display: block; }
+svg.chart { width: 100%; height: auto; display: block; } svg.chart.narrow { display: none; } svg.chart.narrow .axis { font-size: 12px; }
 svg.chart .ok { fill: var(--ok); opacity: 0.75; } svg.chart .fail { fill: var(--bad); opacity: 0.55; }
 svg.chart .grid { stroke: var(--line); stroke-width: 1; } svg.chart .axis { fill: var(--muted); font-size: 11px; }
 svg.chart polyline.latency { fill: none; stroke: var(--accent); stroke-width: 2; } svg.chart circle.latency { fill: var(--accent); }
@@ -82,12 +84,14 @@ svg.chart text.latency { fill: var(--accent); }
   table.stack caption { display: block; width: 100%; }
   table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; width: 100%; }
   table.stack tr { border: 1px solid var(--line); border-radius: var(--radius); margin: 0 0 10px; padding: 4px 0; }
-  table.stack td { border: 0; padding: 3px 10px; display: grid; grid-template-columns: 7.5em minmax(0, 1fr); gap: 8px; }
-  table.stack td[data-label]::before { content: attr(data-label); color: var(--muted); font-size: 13px; font-weight: 600; }
-  table.stack td[colspan] { display: block; }
+  /* A card: each label floats in its own column, the value flows beside it, however many parts it has. */
+  table.stack td { border: 0; padding: 3px 10px 3px 130px; display: flow-root; }
+  table.stack td[data-label]::before { content: attr(data-label); float: left; width: 112px; margin-left: -120px; color: var(--muted); font-size: 13px; font-weight: 600; overflow-wrap: anywhere; }
+  table.stack td[colspan] { padding-left: 10px; }
   .table-wrap { overflow-x: visible; }
   input[type=url], input[type=password], input[type=text] { width: 100%; }
   dl { grid-template-columns: minmax(0, 1fr); } dt { font-weight: 600; margin-top: 6px; }
+  svg.chart.wide { display: none; } svg.chart.narrow { display: block; }
 }
 `;
 

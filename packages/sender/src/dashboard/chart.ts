@@ -17,11 +17,23 @@ export interface ChartData {
   buckets: readonly StatsBucket[];
 }
 
-const W = 640;
-const H = 180;
-const PAD = { left: 44, right: 56, top: 12, bottom: 26 };
-const PLOT_W = W - PAD.left - PAD.right;
-const PLOT_H = H - PAD.top - PAD.bottom;
+/**
+ * A chart's drawing size, in the SVG's own units: the page scales it to its width, text with
+ * it. `wide` is drawn from 641 px up; `narrow`, half as wide, on a phone, where `wide`'s
+ * labels would shrink to about 6 px (the style sheet shows one of the two).
+ */
+export interface ChartLayout {
+  name: 'wide' | 'narrow';
+  width: number;
+  height: number;
+  pad: { left: number; right: number; top: number; bottom: number };
+}
+
+/** The two layouts {@link responsiveChart} draws. */
+export const CHART_LAYOUTS = {
+  wide: { name: 'wide', width: 640, height: 180, pad: { left: 44, right: 56, top: 12, bottom: 26 } },
+  narrow: { name: 'narrow', width: 320, height: 190, pad: { left: 48, right: 56, top: 12, bottom: 28 } },
+} as const satisfies Record<string, ChartLayout>;
 
 /** A latency axis's top: 1, 2 or 5 times a power of ten, at or above `max`. */
 export function niceCeiling(max: number): number {
@@ -72,7 +84,10 @@ export function chartSummary(data: ChartData): { attempts: number; rate: number 
  * html`<figure>${endpointChart({ label: 'Last 24 hours', bucketSeconds: 3600, buckets })}</figure>`;
  * ```
  */
-export function endpointChart(data: ChartData, id: string): Html {
+export function endpointChart(data: ChartData, id: string, layout: ChartLayout = CHART_LAYOUTS.wide): Html {
+  const { width: W, height: H, pad: PAD } = layout;
+  const PLOT_W = W - PAD.left - PAD.right;
+  const PLOT_H = H - PAD.top - PAD.bottom;
   const { buckets } = data;
   const n = Math.max(1, buckets.length);
   const slot = PLOT_W / n;
@@ -111,7 +126,7 @@ export function endpointChart(data: ChartData, id: string): Html {
       return html`<text class="axis" x="${round1(x)}" y="${H - 8}" text-anchor="middle">${tickLabel((buckets[i] as StatsBucket).start, data.bucketSeconds)}</text>`;
     });
   const summary = chartSummary(data);
-  return html`<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${id}-title ${id}-desc" preserveAspectRatio="xMidYMid meet">
+  return html`<svg class="chart ${layout.name}" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${id}-title ${id}-desc" preserveAspectRatio="xMidYMid meet">
 <title id="${id}-title">${data.label}: success rate (bars) and median latency (line)</title>
 <desc id="${id}-desc">${summary.text}</desc>
 ${grid}${bars}${segments.map((s) =>
@@ -120,4 +135,12 @@ ${grid}${bars}${segments.map((s) =>
     : html`<polyline class="latency" points="${s.join(' ')}"></polyline>`,
 )}${ticks}
 </svg>`;
+}
+
+/**
+ * The chart in both layouts, `wide` and `narrow` (ids `<id>-wide`, `<id>-narrow`): the style
+ * sheet shows the one that fits the screen, so its labels stay readable on a phone.
+ */
+export function responsiveChart(data: ChartData, id: string): Html {
+  return html`${Object.values(CHART_LAYOUTS).map((layout) => endpointChart(data, `${id}-${layout.name}`, layout))}`;
 }

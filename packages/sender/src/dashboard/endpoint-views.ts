@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import type { FailureView } from '../delivery/endpoint-health.js';
 import type { WebhookEndpoint } from '../http/webhook-endpoints.js';
 import type { SecretView, UrlHealth } from './account-views.js';
-import { type ChartData, chartSummary, endpointChart } from './chart.js';
+import { type ChartData, chartSummary, responsiveChart } from './chart.js';
 import { type Html, html } from './html.js';
 import { apiErrorBox, csrfField, notice, type PageContext, page, when } from './layout.js';
 
@@ -113,10 +113,11 @@ function secretsTable(secrets: readonly EndpointSecretView[], labelledBy: string
 function failureBox(endpoint: EndpointView): Html {
   const f = endpoint.failure;
   if (endpoint.status === 'disabled') {
-    return html`<div class="${endpoint.disabled_reason === 'failing' ? 'error' : 'notice'}" role="status"><p><strong>Disabled${endpoint.disabled_reason === 'failing' ? ' after failing' : ''}.</strong> Nothing is sent to it; its pending deliveries are kept, and go out, each with a fresh 48 hours, once it is enabled again.${f ? html` Every attempt since ${when(f.failing_since)} failed (${f.failed_attempts}).` : ''}</p></div>`;
+    return html`<div class="${endpoint.disabled_reason === 'failing' ? 'error' : 'info'}" role="status"><p><strong>Disabled${endpoint.disabled_reason === 'failing' ? ' after failing' : ''}.</strong> Nothing is sent to it; its pending deliveries are kept, and go out, each with a fresh 48 hours, once it is enabled again.${f ? html` Every attempt since ${when(f.failing_since)} failed (${f.failed_attempts}).` : ''}</p></div>`;
   }
   if (!f) return html``;
-  return html`<div class="${f.warning ? 'warning' : 'notice'}" role="status"><p><strong>${f.warning ? `Warning: ${f.warning} %.` : 'Failing.'}</strong> Every attempt since ${when(f.failing_since)} failed (${f.failed_attempts} attempt${f.failed_attempts === 1 ? '' : 's'}, the last ${when(f.last_failure_at)}).${f.disables_at ? html` Unless one succeeds it is disabled at ${when(f.disables_at)}.` : ''}</p></div>`;
+  // Failing is never drawn as a success: amber while it is enabled, red once disabled for it.
+  return html`<div class="warning" role="status"><p><strong>${f.warning ? `Warning: ${f.warning} %.` : 'Failing.'}</strong> Every attempt since ${when(f.failing_since)} failed (${f.failed_attempts} attempt${f.failed_attempts === 1 ? '' : 's'}, the last ${when(f.last_failure_at)}).${f.disables_at ? html` Unless one succeeds it is disabled at ${when(f.disables_at)}.` : ''}</p></div>`;
 }
 
 /** An endpoint's concurrency on this sender instance, learnt from its answers (`UrlConcurrency`). */
@@ -168,7 +169,7 @@ ${failureBox(e)}
 <h2>Attempts</h2>
 <div id="endpoint-charts" class="charts" data-live-region>${data.charts.map(
     (c, i) =>
-      html`<figure>${endpointChart(c, `chart-${i}`)}<figcaption>${chartSummary(c).text}</figcaption></figure>`,
+      html`<figure>${responsiveChart(c, `chart-${i}`)}<figcaption>${chartSummary(c).text}</figcaption></figure>`,
   )}</div>
 <p class="muted legend"><span class="key ok"></span> answered 200 <span class="key fail"></span> failed <span class="key line"></span> median latency</p>
 <h2 id="recover-title">Recover failed deliveries</h2>

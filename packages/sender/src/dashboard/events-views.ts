@@ -60,13 +60,13 @@ export function eventsPage(
   <button type="submit">Filter</button> <a href="/dashboard/events">Clear</a>
 </form>
 <div id="events-table" class="table-wrap" ${data.firstPage ? html`data-live-region` : ''}>
-<table class="stack"><caption>${events.length === 0 ? 'No events match.' : `Newest first: ${events.length} on this page.`}</caption>
+<table class="stack linked-rows"><caption>${events.length === 0 ? 'No events match.' : `Newest first: ${events.length} on this page.`}</caption>
 <thead><tr><th scope="col">Created</th><th scope="col">Type</th><th scope="col">Delivery</th><th scope="col">Payment</th><th scope="col">Event</th></tr></thead>
 <tbody>${events.map(
     (
       e,
-    ) => html`<tr><td data-label="Created">${when(e.created_at)}</td><td data-label="Type"><code>${e.type}</code></td><td data-label="Delivery">${statusBadge(e.delivery_status)}</td>
-<td data-label="Payment" class="mono">${e.payment_id ?? '—'}</td><td data-label="Event"><a href="/dashboard/events/${e.id}">${e.id.slice(0, 8)}…<span class="skip"> event ${e.id}</span></a></td></tr>`,
+    ) => html`<tr><td data-label="Created">${when(e.created_at)}</td><td data-label="Type"><a class="row-link" href="/dashboard/events/${e.id}"><code>${e.type}</code><span class="skip"> event ${e.id}</span></a></td><td data-label="Delivery">${statusBadge(e.delivery_status)}</td>
+<td data-label="Payment" class="mono">${e.payment_id ?? '—'}</td><td data-label="Event" class="mono">${e.id}</td></tr>`,
   )}</tbody></table>
 </div>
 <nav class="pager" aria-label="Pages">${
@@ -83,13 +83,15 @@ export function eventsPage(
   return page(context, { title: 'Events', live: { log: true } }, content);
 }
 
-/** One event: its payload, each delivery and attempt, and redelivery. */
+/** One event: its summary and payload first, then redelivery, each delivery and attempt. */
 export function eventPage(context: PageContext, event: EventDetail, message?: string): Html {
   const content = html`<p><a href="/dashboard/events">← Events</a></p>
 <h1><code>${event.type}</code></h1>${notice(message)}
 <dl><dt>Event id</dt><dd class="mono">${event.id}</dd><dt>Created</dt><dd>${when(event.created_at)}</dd>
 <dt>Payment</dt><dd class="mono">${event.payment_id ?? '—'}</dd></dl>
-<form method="post" action="/dashboard/events/${event.id}/redeliver">${csrfField(context)}
+<h2 id="payload-title">Payload</h2>
+<pre id="payload" tabindex="0" aria-labelledby="payload-title">${JSON.stringify(event.payload, null, 2)}</pre>
+<form class="row" method="post" action="/dashboard/events/${event.id}/redeliver">${csrfField(context)}
   <button type="submit" class="primary">Redeliver this event</button>
   <span class="muted">A new delivery to every registered URL, with its own 48 hours.</span></form>
 <div id="deliveries" data-live-region>
@@ -112,9 +114,7 @@ ${event.deliveries.map(
 <td data-label="Response">${a.response_body ? html`<code>${excerpt(a.response_body)}</code>` : html`<span class="muted">empty</span>`}</td></tr>`,
   )}</tbody></table></div></section>`,
 )}
-</div>
-<h2>Payload</h2>
-<pre tabindex="0" aria-label="Payload">${JSON.stringify(event.payload, null, 2)}</pre>`;
+</div>`;
   return page(context, { title: `Event ${event.id}`, live: { eventId: event.id } }, content);
 }
 

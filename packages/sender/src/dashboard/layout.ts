@@ -31,6 +31,17 @@ export interface PageOptions {
 export const csrfField = (context: { csrfToken: string }) =>
   html`<input type="hidden" name="_csrf" value="${context.csrfToken}">`;
 
+/** The API reference's address, the navigation's last entry (it leads out of the dashboard). */
+export const DOCS_PATH = '/docs';
+
+/** The navigation's entries: the sections, then the API reference; `current` is marked. */
+export function navigationItems(current: string): Html {
+  return html`${[...SECTIONS, { path: DOCS_PATH, label: 'API reference' }].map(
+    (s) =>
+      html`<li><a href="${s.path}"${current === s.path ? html` aria-current="page"` : ''}>${s.label}</a></li>`,
+  )}`;
+}
+
 /** The document around `content`: a skip link, the navigation, who is signed in, sign-out. */
 export function page(context: PageContext, options: PageOptions, content: Html): Html {
   const { principal } = context;
@@ -40,10 +51,7 @@ export function page(context: PageContext, options: PageOptions, content: Html):
     html`<a class="skip" href="#main">Skip to content</a>
 <header>
   <span class="brand">payhook</span>
-  <nav aria-label="Dashboard"><ul>${SECTIONS.map(
-    (s) =>
-      html`<li><a href="${s.path}"${context.section === s.path ? html` aria-current="page"` : ''}>${s.label}</a></li>`,
-  )}<li><a href="/docs">API reference</a></li></ul></nav>
+  <nav aria-label="Dashboard"><ul>${navigationItems(context.section)}</ul></nav>
   <div class="who"><span>Business <code>${principal.businessId}</code></span>
     <span class="mode">${principal.mode === 'test' ? 'Test mode' : 'Live mode'}</span>
     <form class="inline" method="post" action="/dashboard/sign-out">${csrfField(context)}<button type="submit">Sign out</button></form>

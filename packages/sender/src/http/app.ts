@@ -5,6 +5,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { authenticate, type Principal } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
+import { DOCS_NAVIGATION } from '../dashboard/docs-theme.js';
 import { DOCS_LOGO_SVG, FAVICON_SVG } from '../dashboard/root-routes.js';
 import { dashboardRoutes } from '../dashboard/routes.js';
 import type { Database } from '../db/database.js';
@@ -241,6 +242,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     routePrefix: '/docs',
     logo: { type: 'image/svg+xml', content: Buffer.from(DOCS_LOGO_SVG), href: '/dashboard', target: '_self' },
     theme: {
+      // The dashboard's navigation above the UI, with a way back (dashboard/docs-theme.ts).
+      ...DOCS_NAVIGATION,
       title: 'payhook sender API',
       favicon: [
         { filename: 'favicon.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: FAVICON_SVG },
