@@ -32,6 +32,12 @@ const deadLetters = new Counter({
   labelNames: ['event'],
   registers: [register],
 });
+const staleEvents = new Counter({
+  name: 'payhook_receiver_stale_events_total',
+  help: 'Events found stale under per-payment order (older in the lifecycle than one handled), by event type.',
+  labelNames: ['event'],
+  registers: [register],
+});
 
 const receiver = createReceiver({
   ...receiverOptions(),
@@ -41,6 +47,7 @@ const receiver = createReceiver({
       runs.observe({ event, result: code ?? 'ok' }, durationMs / 1000),
     onRetry: ({ event }) => retries.inc({ event }),
     onDeadLetter: ({ event }) => deadLetters.inc({ event }),
+    onStale: ({ event }) => staleEvents.inc({ event }),
   },
 });
 logEvents(receiver, 'express');

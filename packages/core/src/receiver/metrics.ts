@@ -97,7 +97,7 @@ export interface StaleEvent {
  *     onHandled: ({ event, durationMs, ok }) => handled.observe({ event, ok: String(ok) }, durationMs / 1000),
  *     onRetry: ({ event }) => retries.inc({ event }),
  *     onDeadLetter: ({ event }) => deadLetters.inc({ event }),
- *     onStale: ({ event }) => staleEvents.inc({ event }), // payhook_events_stale_total
+ *     onStale: ({ event }) => staleEvents.inc({ event }), // payhook_receiver_stale_events_total
  *   },
  * });
  * ```
@@ -113,7 +113,7 @@ export interface ReceiverMetrics {
   onDeadLetter?(letter: DeadLetteredEvent): unknown;
   /**
    * Every event found stale under per-object order, before `onStale` takes it (a counter such
-   * as `payhook_events_stale_total`).
+   * as `payhook_receiver_stale_events_total`).
    */
   onStale?(stale: StaleEvent): unknown;
 }
