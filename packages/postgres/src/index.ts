@@ -4,4 +4,5 @@ export { createPostgresStore } from './postgres-store.js';
 export type { InboxLocation } from './schema.js';
 export { inboxMigrationSql, migrateInbox } from './schema.js';
 export { PostgresTimeoutError } from './timeout.js';
-export { pgTransaction } from './transaction.js';
+export type { TransactionConnection, TransactionPool } from './transaction.js';
+export { pgTransaction, transactionPool } from './transaction.js';

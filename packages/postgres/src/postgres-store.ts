@@ -1,5 +1,5 @@
 import type { IdempotencyStore, RecoveredEvent, StoredEvent } from '@payhook/core';
-import pg from 'pg';
+import pg, { type Pool, type QueryResultRow } from 'pg';
 import { type PostgresStoreOptions, resolveOptions } from './options.js';
 import { migrateInbox, qualifiedName } from './schema.js';
 import { statements } from './statements.js';
@@ -9,7 +9,7 @@ import { createTransactionRunner } from './transaction.js';
 /** The PostgreSQL store: an {@link IdempotencyStore} that runs each attempt in a transaction. */
 export interface PostgresStore extends IdempotencyStore {
   /** The pool the store and the handlers' transactions use. */
-  readonly pool: pg.Pool;
+  readonly pool: Pool;
   /** The inbox table, schema-qualified and quoted (`"payhook"."inbox"`). */
   readonly table: string;
   /** Creates the inbox if missing; the store does so on first use unless `migrate: false`. */
@@ -62,12 +62,12 @@ interface Row {
  */
 export function createPostgresStore(options: PostgresStoreOptions): PostgresStore {
   const { schema, table, retentionMs, timeoutMs, migrate } = resolveOptions(options);
-  let pool: pg.Pool;
+  let pool: Pool;
   let owned = false;
   if (typeof options.pool === 'string') {
     pool = new pg.Pool({ connectionString: options.pool, ...options.poolOptions });
     owned = true;
-  } else if (options.pool && typeof (options.pool as pg.Pool).connect === 'function') {
+  } else if (options.pool && typeof (options.pool as Pool).connect === 'function') {
     pool = options.pool;
   } else {
     throw new TypeError('Invalid pool: pass a pg Pool or a postgres:// connection string.');
@@ -93,7 +93,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   /** One statement of the store's own under the timeout, the inbox made first if needed. */
   async function query<R extends object>(label: string, text: string, values: unknown[]) {
     await ready();
-    return withTimeout(label, timeoutMs, () => pool.query<R & pg.QueryResultRow>(text, values));
+    return withTimeout(label, timeoutMs, () => pool.query<R & QueryResultRow>(text, values));
   }
 
   return {

@@ -122,3 +122,47 @@ export function pgTransaction(context: HandlerContext): PoolClient {
   }
   return transaction;
 }
+
+/** A connection of a {@link TransactionPool}: the transaction's client, released by the store alone. */
+export interface TransactionConnection {
+  /** The transaction's `query`. */
+  query: PoolClient['query'];
+  /** Does nothing: the store releases the client once the transaction ends. */
+  release(): void;
+}
+
+/** A pool that hands out one connection, for libraries that take a pool (see {@link transactionPool}). */
+export interface TransactionPool {
+  /** The attempt's transaction: its client's `query`, and a `release` that does nothing. */
+  connect(): Promise<TransactionConnection>;
+  /** Does nothing: the store ends the transaction. */
+  end(): Promise<void>;
+}
+
+/**
+ * The attempt's transaction shaped as a pool, for query builders that take a pool rather than a
+ * client, Kysely's `PostgresDialect` first: each connection it hands out is the transaction's own
+ * client, and releasing it leaves the transaction open, for the store to commit with the done mark.
+ * Do not open a transaction of the builder's own on it (`db.transaction()`): the attempt already
+ * runs in one.
+ *
+ * @example
+ * ```ts
+ * import { Kysely, PostgresDialect } from 'kysely';
+ * receiver.on('payment.session.succeeded', async (event, context) => {
+ *   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: transactionPool(context) }) });
+ *   await db.updateTable('orders').set({ paid: true }).where('reference', '=', event.data.reference).execute();
+ * });
+ * ```
+ */
+export function transactionPool(context: HandlerContext): TransactionPool {
+  const client = pgTransaction(context);
+  const view: TransactionConnection = {
+    query: client.query.bind(client) as PoolClient['query'],
+    release: () => {},
+  };
+  return {
+    connect: async () => view,
+    end: async () => {},
+  };
+}
