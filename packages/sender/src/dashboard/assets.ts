@@ -86,7 +86,7 @@ svg.chart text.latency { fill: var(--accent); }
   table.stack tr { border: 1px solid var(--line); border-radius: var(--radius); margin: 0 0 10px; padding: 4px 0; }
   /* A card: each label floats in its own column, the value flows beside it, however many parts it has. */
   table.stack td { border: 0; padding: 3px 10px 3px 130px; display: flow-root; }
-  table.stack td[data-label]::before { content: attr(data-label); float: left; width: 112px; margin-left: -120px; color: var(--muted); font-size: 13px; font-weight: 600; overflow-wrap: anywhere; }
+  table.stack td[data-label]::before { content: attr(data-label); float: left; width: 112px; margin-left: -120px; color: var(--muted); font: 600 13px/1.5 system-ui, sans-serif; overflow-wrap: anywhere; }
   table.stack td[colspan] { padding-left: 10px; }
   .table-wrap { overflow-x: visible; }
   input[type=url], input[type=password], input[type=text] { width: 100%; }
