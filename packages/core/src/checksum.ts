@@ -11,7 +11,7 @@ import {
 } from './envelope.js';
 import { isPayhookError, PayhookError } from './errors.js';
 import { hmac, hmacInto } from './hmac.js';
-import { hmacVerifyWeb, hmacWeb } from './hmac-web.js';
+import { firstMatchWeb, hmacWeb } from './hmac-web.js';
 import {
   type CryptoPath,
   type NodeCrypto,
@@ -303,14 +303,17 @@ export async function verifyEnvelopeAsync(
   return mismatch(businessIds.length, mode === 'jcs' ? ['jcs'] : ['lexical', 'jcs']);
 }
 
-/** {@link matchingId} on Web Crypto: every id is tried, each compared by `subtle.verify`. */
+/**
+ * {@link matchingId} on the Web path: every id is tried, in JavaScript for a small message, else
+ * by `subtle.verify` (hmac-web.ts).
+ */
 async function matchingIdWeb(
   message: Uint8Array,
   businessIds: readonly string[],
   expected: Uint8Array,
 ): Promise<string | undefined> {
-  const verdicts = await Promise.all(businessIds.map((id) => hmacVerifyWeb(id, message, expected)));
-  const index = verdicts.indexOf(true);
+  const found = firstMatchWeb(businessIds, message, [expected]);
+  const index = typeof found === 'number' ? found : await found;
   return index < 0 ? undefined : businessIds[index];
 }
 

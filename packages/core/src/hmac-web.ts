@@ -1,13 +1,24 @@
 import { utf8Bytes } from './bytes.js';
 import type { HmacKey } from './hmac.js';
+import { hmacEqualsAnyJs, hmacEqualsJs, hmacJs } from './hmac-js.js';
 import { requireSubtle, type WebCryptoKey } from './platform.js';
 
 /*
- * HMAC-SHA256 on Web Crypto: the same keys and messages as hmac.ts, asynchronous. Verification
- * goes through `subtle.verify`, which compares in constant time; nothing here compares bytes in
- * JavaScript. Keys are imported once: text keys (business ids) in a map of at most 256, byte keys
+ * HMAC-SHA256 on the Web path (where node:crypto is missing, or with `crypto: 'web'`): the same
+ * keys and messages as hmac.ts. A message of up to JS_HMAC_MAX_BYTES is hashed in JavaScript, at
+ * once (hmac-js.ts); a longer one by Web Crypto, whose `subtle.verify` compares in constant time.
+ * Each `crypto.subtle` call is a promise (on Node, a trip through its thread pool), which costs
+ * more than hashing a small message: docs/decisions.md, "Small bodies hashed in JavaScript on the
+ * Web path". Keys are imported once: text keys (business ids) in a map of at most 256, byte keys
  * for as long as their bytes live.
  */
+
+/**
+ * The longest message hashed in JavaScript on the Web path; longer ones go to `crypto.subtle`.
+ * Below it JavaScript was the faster on Node, Bun and Deno; above it, where they part (about 3 KB
+ * on Bun, 6 KB on Deno, past 8 KB on Node), one threshold for all: docs/decisions.md.
+ */
+export const JS_HMAC_MAX_BYTES = 4 * 1024;
 
 const textKeys = new Map<string, Promise<WebCryptoKey>>();
 const byteKeys = new WeakMap<Uint8Array, Promise<WebCryptoKey>>();
@@ -31,21 +42,46 @@ function importHmacKey(key: HmacKey): Promise<WebCryptoKey> {
   return k;
 }
 
-/** HMAC-SHA256 of `message` under `key`, on Web Crypto. */
+/** HMAC-SHA256 of `message` under `key`, on the Web path. */
 export async function hmacWeb(key: HmacKey, message: Uint8Array): Promise<Uint8Array> {
+  if (message.length <= JS_HMAC_MAX_BYTES) return hmacJs(key, message);
   return new Uint8Array(await requireSubtle().sign('HMAC', await importHmacKey(key), message));
 }
 
 /**
- * Whether `signature` is the HMAC-SHA256 of `message` under `key`, compared in constant time by
- * Web Crypto. `message` is read after an await: it must not change until the promise settles
- * (bytes of the caller's own, never a view of a buffer shared between reads).
+ * Whether `signature` is the HMAC-SHA256 of `message` under `key`, compared in constant time.
+ * `message` is read after an await: it must not change until the promise settles (bytes of the
+ * caller's own, never a view of a buffer shared between reads).
  */
 export async function hmacVerifyWeb(
   key: HmacKey,
   message: Uint8Array,
   signature: Uint8Array,
 ): Promise<boolean> {
+  if (message.length <= JS_HMAC_MAX_BYTES) return hmacEqualsJs(key, message, signature);
   const cryptoKey = await importHmacKey(key);
   return requireSubtle().verify('HMAC', cryptoKey, signature, message);
+}
+
+/**
+ * The index of the first key whose HMAC-SHA256 of `message` is one of `expected`, or -1. Every pair
+ * is compared, so the time taken says nothing about which one matched. At once (a number) for a
+ * message hashed in JavaScript, else a promise of it; the same rule for `message` as
+ * {@link hmacVerifyWeb}.
+ */
+export function firstMatchWeb(
+  keys: readonly HmacKey[],
+  message: Uint8Array,
+  expected: readonly Uint8Array[],
+): number | Promise<number> {
+  if (message.length > JS_HMAC_MAX_BYTES) {
+    return Promise.all(
+      keys.map((key) => Promise.all(expected.map((bytes) => hmacVerifyWeb(key, message, bytes)))),
+    ).then((verdicts) => verdicts.findIndex((row) => row.includes(true)));
+  }
+  let found = -1;
+  for (let k = 0; k < keys.length; k++) {
+    if (hmacEqualsAnyJs(keys[k] as HmacKey, message, expected) && found < 0) found = k;
+  }
+  return found;
 }

@@ -1,6 +1,6 @@
 import { bytesOfBase64, joinBytes } from './bytes.js';
 import { listV1aSignatures, matchV1aAsync } from './ed25519.js';
-import { hmacVerifyWeb } from './hmac-web.js';
+import { firstMatchWeb } from './hmac-web.js';
 import { type CryptoPath, resolveCryptoPath } from './platform.js';
 import {
   MAX_LISTED,
@@ -70,10 +70,8 @@ export async function verifyWebhookSignatureAsync(
   const content = joinBytes(signedHead(id, timestamp), body);
   const keys = secrets.map((s) => (typeof s === 'string' ? parseSigningSecret(s) : s).key);
   // Every pair is compared, as on Node.
-  const verdicts = await Promise.all(
-    keys.map((key) => Promise.all(v1.map((listedBytes) => hmacVerifyWeb(key, content, listedBytes)))),
-  );
-  const found = verdicts.findIndex((row) => row.includes(true));
+  const matching = firstMatchWeb(keys, content, v1);
+  const found = typeof matching === 'number' ? matching : await matching;
   if (found >= 0) return matched(checked, 'v1', found);
   let listedV1a = 0;
   if (publicKeys.length > 0) {
