@@ -20,26 +20,33 @@ import { requireSubtle, type WebCryptoKey } from './platform.js';
  */
 export const JS_HMAC_MAX_BYTES = 4 * 1024;
 
-const textKeys = new Map<string, Promise<WebCryptoKey>>();
-const byteKeys = new WeakMap<Uint8Array, Promise<WebCryptoKey>>();
+// A key's import while it runs, then the imported key itself (one await less per call after it).
+type Imported = WebCryptoKey | Promise<WebCryptoKey>;
+const textKeys = new Map<string, Imported>();
+const byteKeys = new WeakMap<Uint8Array, Imported>();
 
-function importHmacKey(key: HmacKey): Promise<WebCryptoKey> {
-  let k = typeof key === 'string' ? textKeys.get(key) : byteKeys.get(key);
-  if (k !== undefined) return k;
-  k = requireSubtle().importKey(
-    'raw',
-    typeof key === 'string' ? utf8Bytes(key) : key,
-    { name: 'HMAC', hash: 'SHA-256' },
-    false,
-    ['sign', 'verify'],
-  );
-  if (typeof key === 'string') {
-    if (textKeys.size >= 256) textKeys.clear();
-    textKeys.set(key, k);
-  } else {
-    byteKeys.set(key, k);
-  }
-  return k;
+function importHmacKey(key: HmacKey): Imported {
+  const known = typeof key === 'string' ? textKeys.get(key) : byteKeys.get(key);
+  if (known !== undefined) return known;
+  const keep = (k: Imported) => {
+    if (typeof key === 'string') textKeys.set(key, k);
+    else byteKeys.set(key, k);
+  };
+  if (typeof key === 'string' && textKeys.size >= 256) textKeys.clear();
+  const importing = requireSubtle()
+    .importKey(
+      'raw',
+      typeof key === 'string' ? utf8Bytes(key) : key,
+      { name: 'HMAC', hash: 'SHA-256' },
+      false,
+      ['sign', 'verify'],
+    )
+    .then((imported) => {
+      keep(imported);
+      return imported;
+    });
+  keep(importing);
+  return importing;
 }
 
 /** HMAC-SHA256 of `message` under `key`, on the Web path. */
@@ -59,7 +66,8 @@ export async function hmacVerifyWeb(
   signature: Uint8Array,
 ): Promise<boolean> {
   if (message.length <= JS_HMAC_MAX_BYTES) return hmacEqualsJs(key, message, signature);
-  const cryptoKey = await importHmacKey(key);
+  const imported = importHmacKey(key);
+  const cryptoKey = imported instanceof Promise ? await imported : imported;
   return requireSubtle().verify('HMAC', cryptoKey, signature, message);
 }
 
@@ -75,6 +83,11 @@ export function firstMatchWeb(
   expected: readonly Uint8Array[],
 ): number | Promise<number> {
   if (message.length > JS_HMAC_MAX_BYTES) {
+    if (keys.length === 1 && expected.length === 1) {
+      return hmacVerifyWeb(keys[0] as HmacKey, message, expected[0] as Uint8Array).then((ok) =>
+        ok ? 0 : -1,
+      );
+    }
     return Promise.all(
       keys.map((key) => Promise.all(expected.map((bytes) => hmacVerifyWeb(key, message, bytes)))),
     ).then((verdicts) => verdicts.findIndex((row) => row.includes(true)));
