@@ -29,6 +29,7 @@ const receiver = createServer((request, response) => {
       .handle({
         method: request.method ?? 'POST',
         contentType: request.headers['content-type'],
+        remoteAddress: undefined, // a platform without sockets, and no getClientAddress
         headers: request.headers,
         readBody: (maxBytes) => readRawBody(request, maxBytes),
       })
