@@ -19,7 +19,7 @@ import { build } from './build.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // Dependencies before their dependents; the order the lines below list them in.
-const PACKAGES = ['core', 'express', 'koa', 'fastify', 'web', 'redis', 'sender', 'cli'];
+const PACKAGES = ['core', 'express', 'koa', 'fastify', 'web', 'redis', 'postgres', 'sender', 'cli'];
 const typedIn = process.env.INIT_CWD ?? process.cwd();
 
 function fail(message) {
@@ -103,6 +103,7 @@ its registry; pnpm add and yarn add take the same paths):
   Fastify:      ${line('@payhook/fastify')}
   Web handler:  ${line('@payhook/web')}
   Redis store:  ${line('@payhook/redis')} ioredis
+  PostgreSQL:   ${line('@payhook/postgres')} pg
   Sender:       ${line('@payhook/sender')}
   Command line: ${line('payhook', ['--save-dev'])}
 After pulling a newer payhook, run pnpm pack:all and the same npm install line again (a bare

@@ -21,7 +21,7 @@ import { NPM_FLAGS, QUICKSTART_APP, startApp, trigger } from './outside-app.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
-const PACKAGES = ['core', 'express', 'koa', 'fastify', 'web', 'redis', 'sender', 'cli'];
+const PACKAGES = ['core', 'express', 'koa', 'fastify', 'web', 'redis', 'postgres', 'sender', 'cli'];
 const tsc = join(root, 'node_modules/typescript/bin/tsc');
 const cli = join(root, 'packages/cli/dist/cli.js');
 // The clone's path as the README writes it.
@@ -40,6 +40,7 @@ import { payhook as koaPayhook } from '@payhook/koa';
 import fastifyPayhook from '@payhook/fastify';
 import { createWebHandler } from '@payhook/web';
 import { createRedisStore } from '@payhook/redis';
+import { createPostgresStore, inboxMigrationSql } from '@payhook/postgres';
 import { checkWebhookUrl } from '@payhook/sender';`
       : `const express = require('express');
 const Koa = require('koa');
@@ -51,6 +52,7 @@ const { payhook: koaPayhook } = require('@payhook/koa');
 const { payhook: fastifyPayhook } = require('@payhook/fastify');
 const { createWebHandler } = require('@payhook/web');
 const { createRedisStore } = require('@payhook/redis');
+const { createPostgresStore, inboxMigrationSql } = require('@payhook/postgres');
 const { checkWebhookUrl } = require('@payhook/sender');`;
   return `${load}
 const BIZ = 'b7e1c2d3-4f5a-4b6c-8d7e-9f0a1b2c3d4e';
@@ -91,6 +93,9 @@ const main = async () => {
   for (let i = 0; i < 100 && handled.length < 4; i++) await new Promise((resolve) => setTimeout(resolve, 20));
   if (handled.join() !== 'settled,settled,settled,settled') throw new Error('handled: ' + handled.join());
   if (typeof createRedisStore !== 'function') throw new Error('@payhook/redis');
+  const store = createPostgresStore({ pool: 'postgres://postgres@127.0.0.1:1/none', schema: 'merchant_inbox' });
+  if (typeof store.runInTransaction !== 'function' || !inboxMigrationSql().includes('CREATE TABLE')) throw new Error('@payhook/postgres');
+  await store.close();
   const check = await checkWebhookUrl('http://10.0.0.1/');
   if (check.ok) throw new Error('@payhook/sender');
   console.log('${kind} ok');
@@ -110,7 +115,9 @@ import { payhook as koaPayhook } from '@payhook/koa';
 import { payhook as fastifyPayhook } from '@payhook/fastify';
 import { createWebHandler, type WebHandler } from '@payhook/web';
 import { createRedisStore } from '@payhook/redis';
+import { createPostgresStore, pgTransaction } from '@payhook/postgres';
 import { checkWebhookUrl } from '@payhook/sender';
+import pg from 'pg';
 
 const businessId = process.env.BUSINESS_ID ?? 'b7e1c2d3-4f5a-4b6c-8d7e-9f0a1b2c3d4e';
 const receiver = createReceiver({ businessIds: [businessId], allowAnyIp: true });
@@ -127,6 +134,11 @@ export const POST: WebHandler = createWebHandler(receiver, { path: '/webhooks', 
 const verified = verifyChecksum({ payload: createTestEvent('payment.session.failed', businessId) }, { businessIds: [businessId] });
 if (verified.ok) console.log(verified.event);
 createRedisStore({ redis: 'redis://127.0.0.1:6379', checkPersistence: false, durability: 'default' });
+const inPostgres = createReceiver({ businessIds: [businessId], allowAnyIp: true, store: createPostgresStore({ pool: new pg.Pool(), schema: 'payhook' }) });
+inPostgres.on('payment.session.succeeded', async (event, context) => {
+  const written: pg.QueryResult = await pgTransaction(context).query('UPDATE orders SET paid = true WHERE id = $1', [event.data.id]);
+  return written.rowCount;
+});
 void checkWebhookUrl('https://merchant.example/webhooks');
 export const kind = '${kind}';
 `;
@@ -166,6 +178,7 @@ describe('the packages as a merchant installs them from a clone', () => {
         'payhook-express',
         'payhook-fastify',
         'payhook-koa',
+        'payhook-postgres',
         'payhook-redis',
         'payhook-sender',
         'payhook-web',
@@ -279,6 +292,8 @@ describe('the packages as a merchant installs them from a clone', () => {
         'koa@3',
         'fastify@5',
         'ioredis@5',
+        'pg@8',
+        '@types/pg@8',
         '@types/express@5',
         '@types/koa@2',
         '@types/node@20',
