@@ -10,7 +10,10 @@
  *   is lost);
  * - replicas: a primary (no AOF) and one replica, the store with `durability: 'replicas'` (each
  *   claim confirmed by `WAIT 1` before it is acknowledged);
- * - Redis Cluster: three masters (no AOF) through ioredis' Cluster client.
+ * - Redis Cluster: three masters (no AOF) through ioredis' Cluster client;
+ * - per-payment order: the default server, each event also taking its payment's lock and
+ *   completing through the order (claim, lock, ordered complete), as a receiver with order on
+ *   does; each event a payment of its own, so bytes/retained event count one payment record each.
  * The events belong to BUSINESSES businesses in turn (a business's keys share one slot, so on the
  * cluster they spread over the masters by business).
  * Each is a `redis-server` of the benchmark's own on a loopback port and a temporary directory
@@ -44,13 +47,20 @@ interface Row {
   memoryUsageOfOneTombstone: number | null;
 }
 
-type Setup = { name: string; server: RedisServerOptions; replica?: boolean; cluster?: boolean };
+type Setup = {
+  name: string;
+  server: RedisServerOptions;
+  replica?: boolean;
+  cluster?: boolean;
+  ordered?: boolean;
+};
 const SETUPS: Setup[] = [
   { name: 'default (no AOF)', server: {} },
   { name: 'AOF everysec', server: { appendfsync: 'everysec' } },
   { name: 'AOF always', server: { appendfsync: 'always' } },
   { name: 'replicas (WAIT 1)', server: {}, replica: true },
   { name: 'Redis Cluster (3 masters)', server: {}, cluster: true },
+  { name: 'per-payment order (no AOF)', server: {}, ordered: true },
 ];
 
 async function measure(setup: Setup): Promise<Row> {
@@ -109,7 +119,11 @@ async function measure(setup: Setup): Promise<Row> {
           const { businessId, key } = events[next++] as { businessId: string; key: string };
           const claim = await store.claim(key, { owner: 'bench', leaseMs: 30_000, payload, businessId });
           if (claim.status !== 'claimed') throw new Error(`unexpected ${claim.status}`);
-          if (!(await store.complete(key, 'bench'))) throw new Error('complete refused');
+          if (setup.ordered) {
+            const lock = await store.order.lock(key, 'bench', key);
+            if (lock.status !== 'locked') throw new Error(`lock ${lock.status}`);
+            if (!(await store.order.complete(key, 'bench', key, 20))) throw new Error('complete refused');
+          } else if (!(await store.complete(key, 'bench'))) throw new Error('complete refused');
         }
       }),
     );
