@@ -31,4 +31,25 @@ describe('createMemoryStore', () => {
     expect(await store.get('k0')).toBeUndefined();
     expect(await store.get('k19')).toMatchObject({ state: 'done' });
   });
+
+  it("bounds the payments' order records by maxEntries too, evicting the oldest", async () => {
+    const store = createMemoryStore({ maxEntries: 10 });
+    const order = store.order;
+    if (order === undefined) throw new Error('the memory store keeps per-object order');
+    const rankOf = async (object: string) => {
+      const key = `biz:${object}-probe`;
+      await store.claim(key, { owner: 'a', leaseMs: 1000, payload: '{}', businessId: 'biz' });
+      const lock = await order.lock(key, 'a', object);
+      await store.complete(key, 'a');
+      return lock.status === 'locked' ? lock.rank : lock.status;
+    };
+    for (let i = 0; i < 20; i++) {
+      const key = `biz:k${i}`;
+      await store.claim(key, { owner: 'a', leaseMs: 1000, payload: '{}', businessId: 'biz' });
+      await order.lock(key, 'a', `pay_${i}`);
+      await order.complete(key, 'a', `pay_${i}`, 20);
+    }
+    expect(await rankOf('pay_19')).toBe(20);
+    expect(await rankOf('pay_0')).toBeUndefined();
+  });
 });

@@ -17,6 +17,8 @@ export interface MemoryOrderOptions {
   complete(key: string, owner: string): Promise<boolean>;
   now(): number;
   retentionMs: number;
+  /** Most order records kept: past it the oldest unlocked ones are evicted (the store's maxEntries). */
+  maxEntries: number;
 }
 
 /**
@@ -25,19 +27,26 @@ export interface MemoryOrderOptions {
  * its own; ranks are kept for the retention after an object's last completion.
  */
 export function createMemoryOrder(options: MemoryOrderOptions): ObjectOrderStore {
-  const { live, held, now, retentionMs } = options;
+  const { live, held, now, retentionMs, maxEntries } = options;
+  // In the order records last changed (each write re-inserts): the first entries are the oldest.
   const objects = new Map<string, ObjectRecord>();
   let nextSweep = 0;
+  const put = (id: string, record: ObjectRecord) => {
+    objects.delete(id);
+    objects.set(id, record);
+  };
 
   // Objects of different businesses never share a record: the key's business scopes the name.
   const name = (key: string, object: string) =>
     `${key.slice(0, Math.max(0, key.lastIndexOf(':')))}\n${object}`;
 
+  // As the store's own sweep: when over the bound, and otherwise at most once a second.
   const sweep = (t: number) => {
-    if (t < nextSweep) return;
+    if (objects.size <= maxEntries && t < nextSweep) return;
     nextSweep = t + Math.min(1000, retentionMs);
     for (const [id, record] of objects) {
-      if (record.updatedAt + retentionMs <= t && !lockedBy(record, t)) objects.delete(id);
+      if (objects.size <= maxEntries && record.updatedAt + retentionMs > t) break;
+      if (!lockedBy(record, t)) objects.delete(id);
     }
   };
 
@@ -60,7 +69,7 @@ export function createMemoryOrder(options: MemoryOrderOptions): ObjectOrderStore
       if (holder !== undefined && holder !== key) return BUSY;
       record.holder = key;
       record.updatedAt = t;
-      objects.set(id, record);
+      put(id, record);
       return { status: 'locked', rank: record.rank };
     },
 
@@ -73,7 +82,7 @@ export function createMemoryOrder(options: MemoryOrderOptions): ObjectOrderStore
       if (rank !== undefined && (record.rank === undefined || rank > record.rank)) record.rank = rank;
       if (record.holder === key) record.holder = undefined;
       record.updatedAt = now();
-      objects.set(id, record);
+      put(id, record);
       return done;
     },
   };

@@ -7,7 +7,10 @@ export interface MemoryStoreOptions {
   retentionMs?: number;
   /** Clock, for tests (default `Date.now`). */
   now?: () => number;
-  /** Most records kept; the oldest finished ones are evicted past it (default 1,000,000). */
+  /**
+   * Most records kept; the oldest finished ones are evicted past it (default 1,000,000). The
+   * order records of payments (per-payment order) are bounded by it too.
+   */
   maxEntries?: number;
   /** Lease on an event being processed, for receivers that set none (default 30 s). */
   leaseMs?: number;
@@ -82,6 +85,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
       complete: (key, owner) => store.complete(key, owner),
       now,
       retentionMs,
+      maxEntries,
     }),
 
     async claim(key: string, request: ClaimRequest): Promise<ClaimResult> {
