@@ -40,7 +40,9 @@ export interface IdempotencyStore {
    * the receiver run the events of one object (a payment session) one at a time across every
    * instance, and skip an event older in the object's lifecycle than one already handled. A
    * store without it still works; its receiver processes events unordered, and says so at
-   * creation. A store that has it passes `describeOrderContract` of `@payhook/core/testing`.
+   * creation. A store that has it passes `describeOrderContract` of `@payhook/core/testing`. An
+   * ordered event is marked done through `order.complete`, not `complete`: a wrapper around a
+   * store that overrides `complete` must wrap `order.complete` too.
    */
   readonly order?: ObjectOrderStore;
   /**
