@@ -11,8 +11,9 @@
  *   `signingSecrets` does), on the sender's raw body;
  * - stripe.webhooks.constructEvent, standardwebhooks Webhook.verify, @octokit/webhooks-methods verify.
  * Then, on Node, Bun and Deno each (bench/verify-runtime.mjs in a child process of that runtime):
- * payhook's checksum and signature on Web Crypto (its path where node:crypto is missing), on its
- * default path, and standardwebhooks' verify, side by side on the same runtime.
+ * payhook's checksum and signature on its Web path (where node:crypto is missing: a JavaScript HMAC
+ * up to 12 KB, Web Crypto above), on its default path, and standardwebhooks' verify, side by side
+ * on the same runtime.
  *
  * Targets: every checksum row at least 2x the naive verify of the same body (the row "other order +
  * spaces" against the naive verify of that body, the others against the sender's encoding), as the

@@ -15,10 +15,12 @@ import { requireSubtle, type WebCryptoKey } from './platform.js';
 
 /**
  * The longest message hashed in JavaScript on the Web path; longer ones go to `crypto.subtle`.
- * Below it JavaScript was the faster on Node, Bun and Deno; above it, where they part (about 3 KB
- * on Bun, 6 KB on Deno, past 8 KB on Node), one threshold for all: docs/decisions.md.
+ * Where the two cost the same CPU time on Node (on Deno, V8 too, about 16 KB; Workers and browsers
+ * run V8). Bun's engine hashes at half the speed and crosses at about 3 KB, but Bun takes the
+ * node:crypto path unless told otherwise: docs/decisions.md, "Small bodies hashed in JavaScript on
+ * the Web path".
  */
-export const JS_HMAC_MAX_BYTES = 4 * 1024;
+export const JS_HMAC_MAX_BYTES = 12 * 1024;
 
 // A key's import while it runs, then the imported key itself (one await less per call after it).
 type Imported = WebCryptoKey | Promise<WebCryptoKey>;
