@@ -144,6 +144,25 @@ function redis(r) {
   )}`;
 }
 
+function stores(r) {
+  const runs = Object.values(r).filter((v) => v && typeof v === 'object' && 'store' in v);
+  const name = (store) => ({ postgres: 'PostgreSQL', redis: 'Redis' })[store] ?? store;
+  const rows = runs.map((v) => [
+    name(v.store),
+    int(v.instances),
+    int(v.eventsPerSecond),
+    ratio(v.xRedis),
+    ms(v.ackP50Ms),
+    ms(v.ackP99Ms),
+    int(v.ackErrors),
+  ]);
+  if (rows.length === 0) throw new Error('no rows');
+  return `${int(r.events)} events for events/s; ${int(r.rate)} events/s for ${int(r.seconds)} s for the acknowledgement latency. Targets: PostgreSQL >= 0.70x Redis, ack p99 <= 10 ms.\n\n${table(
+    ['store', 'instances', 'events/s', 'x Redis', `ack p50 at ${int(r.rate)}/s, ms`, 'ack p99, ms', 'not 200'],
+    rows,
+  )}`;
+}
+
 function senderApi(r) {
   const rows = storagesOf(r).map((s) => {
     const { bare, sender } = r[s];
@@ -551,6 +570,7 @@ export const RENDERERS = {
   http,
   'queue-memory': queueMemory,
   redis,
+  stores,
   'sender-api': senderApi,
   delivery,
   'delivery-backlog': deliveryBacklog,

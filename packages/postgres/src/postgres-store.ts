@@ -2,7 +2,7 @@ import type { IdempotencyStore, RecoveredEvent, StoredEvent } from '@payhook/cor
 import pg, { type Pool, type QueryResultRow } from 'pg';
 import { type PostgresStoreOptions, resolveOptions } from './options.js';
 import { migrateInbox, qualifiedName } from './schema.js';
-import { statements } from './statements.js';
+import { type Statement, statements } from './statements.js';
 import { withTimeout } from './timeout.js';
 import { createTransactionRunner } from './transaction.js';
 
@@ -91,9 +91,9 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   };
 
   /** One statement of the store's own under the timeout, the inbox made first if needed. */
-  async function query<R extends object>(label: string, text: string, values: unknown[]) {
+  async function query<R extends object>(label: string, statement: Statement, values: unknown[]) {
     await ready();
-    return withTimeout(label, timeoutMs, () => pool.query<R & QueryResultRow>(text, values));
+    return withTimeout(label, timeoutMs, () => pool.query<R & QueryResultRow>({ ...statement, values }));
   }
 
   return {

@@ -4,27 +4,49 @@
 // claims of one key exactly one wins (they queue on the row's lock) and each learns the outcome
 // from the row it leaves. Times are epoch ms of the server's clock at the statement's start.
 
+import { createHash } from 'node:crypto';
+
 const NOW = '(extract(epoch from statement_timestamp()) * 1000)::bigint';
+
+/**
+ * A statement the store prepares once per connection (parsed and planned once, not per event):
+ * named by its text's hash, so that stores on other tables of one pool never share a name.
+ */
+export interface Statement {
+  name: string;
+  text: string;
+}
 
 /** The statements of the inbox at `name` (schema-qualified and quoted). */
 export interface Statements {
   /** $1 key, $2 owner, $3 leaseMs, $4 payload, $5 businessId, $6 retentionMs. */
-  claim: string;
+  claim: Statement;
   /** $1 key, $2 owner, $3 leaseMs. */
-  renew: string;
+  renew: Statement;
   /** $1 key, $2 owner, $3 retentionMs. Also the done mark inside a handler's transaction. */
-  complete: string;
+  complete: Statement;
   /** $1 key, $2 owner, $3 retentionMs, $4 error. */
-  fail: string;
+  fail: Statement;
   /** $1 owner, $2 leaseMs, $3 limit. */
-  recover: string;
+  recover: Statement;
   /** Removes up to 500 records past their retention. */
-  purge: string;
+  purge: Statement;
   /** $1 key. */
-  get: string;
+  get: Statement;
 }
 
+/** The statements of the inbox at `name`, each with its prepared statement's name. */
 export function statements(name: string): Statements {
+  const texts = sqlOf(name);
+  const out = {} as Statements;
+  for (const [label, text] of Object.entries(texts) as [keyof Statements, string][]) {
+    const hash = createHash('sha256').update(text).digest('hex').slice(0, 16);
+    out[label] = { name: `payhook_${label}_${hash}`, text };
+  }
+  return out;
+}
+
+function sqlOf(name: string): Record<keyof Statements, string> {
   // Whether the row the claim met (`e`, as it was) may be claimed; `EXCLUDED.updated_at` is now.
   const expired = 'e.expires_at <= EXCLUDED.updated_at';
   const claimable = `(${expired} OR e.state = 'failed' OR (e.state = 'processing' AND e.lease_until <= EXCLUDED.updated_at))`;

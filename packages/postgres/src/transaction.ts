@@ -2,13 +2,14 @@
 // mark. At most `pool max - 2` at once, so that claims always find a connection.
 import type { HandlerContext } from '@payhook/core';
 import type { Pool, PoolClient } from 'pg';
+import type { Statement } from './statements.js';
 import { withTimeout } from './timeout.js';
 
 /** What the transaction runner needs from its store. */
 export interface TransactionRunnerOptions {
   pool: Pool;
   /** The done mark: $1 key, $2 owner, $3 retentionMs; one row when the owner held the key. */
-  markDone: string;
+  markDone: Statement;
   retentionMs: number;
   timeoutMs: number;
   /** Waits until the inbox exists. */
@@ -49,7 +50,7 @@ export function createTransactionRunner(options: TransactionRunnerOptions) {
         throw error;
       }
       const marked = await withTimeout('done mark', timeoutMs, () =>
-        open.query(markDone, [key, owner, retentionMs]),
+        open.query({ ...markDone, values: [key, owner, retentionMs] }),
       );
       if (marked.rowCount !== 1) {
         await withTimeout('ROLLBACK', timeoutMs, () => open.query('ROLLBACK'));

@@ -1,0 +1,207 @@
+/**
+ * pnpm bench:stores — events per second through receiver processes, and the acknowledgement latency
+ * (p50/p99) at a steady BENCH_STORES_RATE events a second (default 500), with the PostgreSQL store
+ * beside the Redis store, on 1 and 3 instances. In both cases the handler writes one row to
+ * PostgreSQL: through the attempt's transaction with the PostgreSQL store (committed with the done
+ * mark), with the merchant's own pool (autocommit) with the Redis store. Targets: the PostgreSQL
+ * store at 0.7x the Redis store's events/s or more, and an acknowledgement p99 of 10 ms or less at
+ * 500 events/s.
+ *
+ * Method: each instance is a receiver process over node:http (packages/postgres/test/fixtures/
+ * crash-receiver.ts, told to die nowhere), concurrency 16, a pool of 20; the stores on the shared
+ * test servers (TEST_DATABASE_URL, TEST_REDIS_URL) under a fresh schema and key prefix, dropped
+ * afterwards. Events/s: BENCH_STORES_EVENTS distinct signed events (default 3,000), 64 requests at
+ * once spread over the instances, from the first request until every event's row is in the
+ * merchant's table. Latency: an open loop at the rate for BENCH_STORES_SECONDS (default 4), each
+ * request's time to its 200, new events each, spread over the instances.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { createTestEvent } from '@payhook/core/testing';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { BENCH_BUSINESS_ID, BENCH_DATABASE_URL, printTable, quantile, sleep, writeResults } from './lib.js';
+
+const EVENTS = Number(process.env.BENCH_STORES_EVENTS ?? 3000);
+const RATE = Number(process.env.BENCH_STORES_RATE ?? 500);
+const SECONDS = Number(process.env.BENCH_STORES_SECONDS ?? 4);
+const IN_FLIGHT = 64;
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const receiverScript = fileURLToPath(
+  new URL('../packages/postgres/test/fixtures/crash-receiver.ts', import.meta.url),
+);
+const root = fileURLToPath(new URL('../', import.meta.url));
+
+type Store = 'postgres' | 'redis';
+
+interface Row {
+  store: Store;
+  instances: number;
+  eventsPerSecond: number;
+  ackP50Ms: number;
+  ackP99Ms: number;
+  /** Requests of the latency run answered other than 200. */
+  ackErrors: number;
+}
+
+async function startInstance(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', receiverScript], {
+    cwd: root,
+    // The receiver runs on the sources: the root tsconfig maps the package names to them.
+    env: { ...process.env, ...env, PORT: '0', CONCURRENCY: '16', TSX_TSCONFIG_PATH: 'tsconfig.json' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const [line] = (await once(createInterface({ input: child.stdout as NodeJS.ReadableStream }), 'line')) as [
+    string,
+  ];
+  return { child, url: `http://127.0.0.1:${line.split(' ')[1]}/webhooks` };
+}
+
+const bodies = (n: number) =>
+  Array.from({ length: n }, () =>
+    JSON.stringify(createTestEvent('payment.session.succeeded', BENCH_BUSINESS_ID)),
+  );
+
+async function post(url: string, body: string): Promise<number> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+async function measure(pool: pg.Pool, store: Store, instances: number): Promise<Row> {
+  const schema = `payhook_bench_${Math.random().toString(36).slice(2, 10)}`;
+  const prefix = `payhook-bench:${schema}`;
+  await pool.query(`CREATE SCHEMA "${schema}"`);
+  await pool.query(
+    `CREATE TABLE "${schema}".effects (id bigserial PRIMARY KEY, event_key text NOT NULL, pid int)`,
+  );
+  const running = await Promise.all(
+    Array.from({ length: instances }, () =>
+      startInstance({
+        STORE: store,
+        DATABASE_URL: BENCH_DATABASE_URL,
+        SCHEMA: schema,
+        REDIS_URL,
+        PREFIX: prefix,
+        BUSINESS_ID: BENCH_BUSINESS_ID,
+      }),
+    ),
+  );
+  const urls = running.map((r) => r.url);
+  const rowsWritten = async () =>
+    ((await pool.query(`SELECT count(*)::int AS n FROM "${schema}".effects`)).rows[0] as { n: number }).n;
+  try {
+    // Warm-up: connections, the inbox's creation, the JIT.
+    const warm = bodies(200);
+    await Promise.all(warm.map((body, i) => post(urls[i % urls.length] as string, body)));
+    while ((await rowsWritten()) < warm.length) await sleep(20);
+
+    // Events/s, closed loop: from the first request until every row is written.
+    const sent = bodies(EVENTS);
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        while (next < sent.length) {
+          const i = next++;
+          while ((await post(urls[i % urls.length] as string, sent[i] as string)) !== 200) await sleep(5);
+        }
+      }),
+    );
+    while ((await rowsWritten()) < warm.length + EVENTS) await sleep(5);
+    const eventsPerSecond = EVENTS / ((performance.now() - started) / 1000);
+
+    // Acknowledgement latency, open loop at RATE.
+    const steady = bodies(RATE * SECONDS);
+    const latencies: number[] = [];
+    let ackErrors = 0;
+    const requests: Promise<void>[] = [];
+    const begin = performance.now();
+    for (let i = 0; i < steady.length; i++) {
+      const due = begin + (i * 1000) / RATE;
+      const wait = due - performance.now();
+      if (wait > 1) await sleep(wait);
+      const at = performance.now();
+      requests.push(
+        post(urls[i % urls.length] as string, steady[i] as string).then(
+          (status) => {
+            if (status === 200) latencies.push(performance.now() - at);
+            else ackErrors++;
+          },
+          () => {
+            ackErrors++;
+          },
+        ),
+      );
+    }
+    await Promise.all(requests);
+    latencies.sort((a, b) => a - b);
+    return {
+      store,
+      instances,
+      eventsPerSecond: Math.round(eventsPerSecond),
+      ackP50Ms: Number(quantile(latencies, 0.5).toFixed(2)),
+      ackP99Ms: Number(quantile(latencies, 0.99).toFixed(2)),
+      ackErrors,
+    };
+  } finally {
+    for (const { child } of running) {
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    }
+    await pool.query(`DROP SCHEMA "${schema}" CASCADE`);
+    if (store === 'redis') {
+      const redis = new Redis(REDIS_URL);
+      const keys = await redis.keys(`*${prefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    }
+  }
+}
+
+const pool = new pg.Pool({ connectionString: BENCH_DATABASE_URL, max: 2 });
+const rows: Row[] = [];
+try {
+  for (const instances of [1, 3]) {
+    for (const store of ['redis', 'postgres'] as const) {
+      const row = await measure(pool, store, instances);
+      rows.push(row);
+      console.log(
+        `${store}, ${instances} instance(s): ${row.eventsPerSecond} events/s, ack p99 ${row.ackP99Ms} ms`,
+      );
+    }
+  }
+} finally {
+  await pool.end();
+}
+
+const results: Record<string, unknown> = { events: EVENTS, rate: RATE, seconds: SECONDS };
+for (const row of rows) {
+  const redis = rows.find((r) => r.store === 'redis' && r.instances === row.instances) as Row;
+  results[`${row.store}, ${row.instances}`] = {
+    ...row,
+    xRedis: Number((row.eventsPerSecond / redis.eventsPerSecond).toFixed(2)),
+  };
+}
+printTable(
+  ['store', 'instances', 'events/s', 'x Redis', `ack p50 at ${RATE}/s, ms`, 'ack p99, ms', 'errors'],
+  rows.map((row) => {
+    const redis = rows.find((r) => r.store === 'redis' && r.instances === row.instances) as Row;
+    return [
+      row.store,
+      String(row.instances),
+      String(row.eventsPerSecond),
+      (row.eventsPerSecond / redis.eventsPerSecond).toFixed(2),
+      row.ackP50Ms.toFixed(2),
+      row.ackP99Ms.toFixed(2),
+      String(row.ackErrors),
+    ];
+  }),
+);
+console.log(`results: ${writeResults('stores', results)}`);
