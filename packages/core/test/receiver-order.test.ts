@@ -271,6 +271,34 @@ describe('per-object order', () => {
     expect(receiver.stats().stale).toBe(1);
   });
 
+  it('asks again for a lock the store could not give (reported as a store error), and then runs', async () => {
+    const inner = createMemoryStore();
+    const order = inner.order;
+    if (order === undefined) throw new Error('the memory store keeps per-object order');
+    let failures = 2;
+    const store: IdempotencyStore = {
+      ...inner,
+      order: {
+        ...order,
+        lock: async (key, owner, object) => {
+          if (failures-- > 0) throw new Error('store down');
+          return order.lock(key, owner, object);
+        },
+      },
+    };
+    const receiver = receiverOn(store);
+    const phases: string[] = [];
+    receiver.onError((_error, info) => phases.push(info.phase));
+    const handled: string[] = [];
+    receiver.onAny((event) => {
+      handled.push(event.event);
+    });
+    await deliver(receiver, eventOf('payment.session.succeeded', randomUUID()));
+    await receiver.idle();
+    expect(handled).toEqual(['payment.session.succeeded']);
+    expect(phases).toEqual(['store', 'store']);
+  });
+
   it('close() waits for events parked behind their payment, and processes them', async () => {
     const receiver = receiverOn(createMemoryStore());
     const payment = randomUUID();
