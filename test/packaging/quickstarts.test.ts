@@ -20,10 +20,10 @@ import { MINIFLARE_RUNNER, payhook, quickstartBlock, receiverSettings } from './
 // Every quickstart as a reader pastes it, against `payhook serve`: the code block of the README
 // (Express), docs/receivers.md (Koa, Fastify) and docs/web-runtimes.md (Next.js under `next dev`
 // and `next build` + `next start`, Hono, Bun, Deno), and the apps `payhook init --framework`
-// writes for the Web runtimes (next, hono, bun, deno, worker on Miniflare). Each app sits outside
-// the workspace with @payhook/* installed by npm from the packed tarballs, runs on its runtime,
-// and gets one event from `payhook trigger --to`, real events that the sender makes and delivers,
-// and `payhook check`'s eleven cases, every one passing.
+// writes for the Web runtimes (next, hono, bun, deno, and worker under wrangler dev and on
+// Miniflare). Each app sits outside the workspace with @payhook/* installed by npm from the
+// packed tarballs, runs on its runtime, and gets one event from `payhook trigger --to`, real
+// events that the sender makes and delivers, and `payhook check`'s eleven cases, every one passing.
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const cli = join(root, 'packages/cli/dist/cli.js');
@@ -61,7 +61,7 @@ beforeAll(async () => {
   const payhookTarballs = ['core', 'express', 'koa', 'fastify', 'web'].map((p) =>
     join(tarballs, `payhook-${p}.tgz`),
   );
-  const frameworks = ['express@5', 'koa@3', 'fastify@5', 'hono@4', '@hono/node-server@2'];
+  const frameworks = ['express@5', 'koa@3', 'fastify@5', 'hono@4', '@hono/node-server@2', 'wrangler@4'];
   const next = [
     'next@16.4.6',
     'react@19.3.1',
@@ -102,9 +102,13 @@ async function app(name: string, files: Record<string, string>): Promise<string>
   return dir;
 }
 
-/** The files `payhook init --framework <framework>` writes, but its package.json (the install is shared). */
-async function initApp(framework: string): Promise<string> {
-  const dir = join(apps, `init-${framework}`);
+/**
+ * The files `payhook init --framework <framework>` writes (the framework: `name` up to a dash),
+ * but its package.json: the install is shared.
+ */
+async function initApp(name: string): Promise<string> {
+  const framework = name.split('-')[0] as string;
+  const dir = join(apps, `init-${name}`);
   await payhook(cli, ['init', dir, '--framework', framework, '--tarballs', join(base, 'tarballs')]);
   await rm(join(dir, 'package.json'));
   expect((await readdir(dir)).length).toBeGreaterThan(1);
@@ -292,8 +296,20 @@ describe('every quickstart as pasted, installed from the tarballs, against payho
     );
   });
 
-  it('payhook init --framework worker writes a Worker that runs on Miniflare (the workerd of wrangler dev)', async () => {
+  it('payhook init --framework worker writes a Worker that runs under wrangler dev, settings in .dev.vars', async () => {
     const dir = await initApp('worker');
+    const wrangler = join(apps, 'node_modules/wrangler/bin/wrangler.js');
+    await receivesFromServe(async (env) => {
+      const vars = ['BUSINESS_ID', 'WEBHOOK_SECRET', 'ALLOWED_IPS'].map((name) => `${name}=${env[name]}\n`);
+      await writeFile(join(dir, '.dev.vars'), vars.join(''));
+      const args = [wrangler, 'dev', '--port', env.PORT as string, '--ip', '127.0.0.1'];
+      // Offline, wrangler warns that it cannot fetch Request.cf and uses a placeholder.
+      return runs(process.execPath, args, dir, /Ready on http/)({ WRANGLER_SEND_METRICS: 'false', CI: '1' });
+    }, '/webhooks');
+  });
+
+  it('payhook init --framework worker writes a Worker that runs on Miniflare', async () => {
+    const dir = await initApp('worker-miniflare');
     await writeFile(join(dir, 'run-miniflare.mjs'), MINIFLARE_RUNNER(esbuild, miniflare));
     await receivesFromServe(runs(process.execPath, ['run-miniflare.mjs'], dir, /worker on /), '/webhooks');
   });
