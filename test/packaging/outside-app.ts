@@ -15,38 +15,11 @@ export const NPM_FLAGS = [
   '--@payhook:registry=http://127.0.0.1:9/',
 ];
 
-/** The README's Express quickstart as a runnable file: the settings from the environment. */
-export const QUICKSTART_APP = `import express from 'express';
-import { createReceiver } from '@payhook/core';
-import { payhook } from '@payhook/express';
-
-const { BUSINESS_ID, WEBHOOK_SECRET, ALLOWED_IPS, PORT = '3000' } = process.env;
-if (!BUSINESS_ID || !WEBHOOK_SECRET || !ALLOWED_IPS) {
-  throw new Error('Set BUSINESS_ID, WEBHOOK_SECRET and ALLOWED_IPS.');
-}
-const receiver = createReceiver({
-  businessIds: [BUSINESS_ID],
-  signingSecrets: [WEBHOOK_SECRET],
-  allowedIps: ALLOWED_IPS.split(','),
-});
-receiver.on('payment.session.succeeded', (event) => {
-  console.log(\`handled \${event.event} \${event.data.status}\`);
-});
-
-const app = express();
-app.use('/webhooks', payhook(receiver));
-const server = app.listen(Number(PORT), '127.0.0.1', () => console.log(\`listening on \${server.address().port}\`));
-process.once('SIGTERM', async () => {
-  server.close();
-  await receiver.close();
-});
-`;
-
 /**
  * Runs `node index.mjs` in an app; resolves once it prints a line matching `ready` (its port the
  * first group), with the port and its output by line.
  */
-export async function startApp(cwd: string, env: Record<string, string>, ready = /^listening on (\d+)$/) {
+export async function startApp(cwd: string, env: Record<string, string>, ready: RegExp) {
   const child = spawn(process.execPath, ['index.mjs'], { cwd, env: { ...process.env, ...env } });
   const lines: string[] = [];
   let stderr = '';

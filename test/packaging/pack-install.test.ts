@@ -11,7 +11,9 @@ import { promisify } from 'node:util';
 import { generateSigningSecret } from '@payhook/core';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NPM_FLAGS, QUICKSTART_APP, startApp, trigger } from './outside-app.js';
+import { freePort } from '../support/free-port.js';
+import { NPM_FLAGS, startApp, trigger } from './outside-app.js';
+import { quickstartBlock } from './quickstart-apps.js';
 
 // The packages as a merchant installs them from a clone: `pnpm pack:all` (the README's install
 // section) packs them like a release, and npm installs the tarballs into apps outside the
@@ -211,20 +213,31 @@ describe('the packages as a merchant installs them from a clone', () => {
     const manifest = JSON.parse(await readFile(join(app, 'package.json'), 'utf8'));
     expect(manifest.dependencies['@payhook/core']).toMatch(/^file:.*payhook-core\.tgz$/);
 
-    await writeFile(join(app, 'index.mjs'), QUICKSTART_APP);
+    // The README's Express app, as pasted.
+    await writeFile(
+      join(app, 'index.mjs'),
+      quickstartBlock(join(root, 'README.md'), '## Receive events: an Express app'),
+    );
     const businessId = randomUUID();
     const secret = generateSigningSecret();
-    const receiver = await startApp(app, {
-      BUSINESS_ID: businessId,
-      WEBHOOK_SECRET: secret,
-      ALLOWED_IPS: '127.0.0.1,::1',
-      PORT: '0',
-    });
+    const receiver = await startApp(
+      app,
+      {
+        BUSINESS_ID: businessId,
+        WEBHOOK_SECRET: secret,
+        ALLOWED_IPS: '127.0.0.1,::1',
+        PORT: String(await freePort()),
+      },
+      /^Receiving events at http:\/\/localhost:(\d+)\/webhooks$/,
+    );
     try {
       // The event as the repository's own command line signs and sends it.
       const sent = await trigger(cli, receiver.port, businessId, secret);
       expect(sent).toMatchObject({ status: 200, body: { received: true } });
-      expect(await receiver.line(/^handled /)).toBe('handled payment.session.succeeded settled');
+      const handled = await receiver.line(/^payment\.session\.succeeded /);
+      expect(handled).toMatch(
+        new RegExp(`^payment\\.session\\.succeeded ${sent.payload.data.id}: \\d+ [A-Z]{3}$`),
+      );
     } finally {
       await receiver.stop();
     }
