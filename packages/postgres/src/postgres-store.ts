@@ -1,7 +1,14 @@
-import type { IdempotencyStore, RecoveredEvent, StoredEvent } from '@payhook/core';
+import type {
+  IdempotencyStore,
+  ObjectOrderStore,
+  OrderedCompletion,
+  RecoveredEvent,
+  StoredEvent,
+} from '@payhook/core';
 import pg, { type Pool, type QueryResultRow } from 'pg';
 import { type PostgresStoreOptions, resolveOptions } from './options.js';
-import { migrateInbox, qualifiedName } from './schema.js';
+import { createPostgresOrder, markDone, orderStatements } from './order.js';
+import { migrateInbox, objectsName, qualifiedName } from './schema.js';
 import { type Statement, statements } from './statements.js';
 import { withTimeout } from './timeout.js';
 import { createTransactionRunner } from './transaction.js';
@@ -14,7 +21,14 @@ export interface PostgresStore extends IdempotencyStore {
   readonly table: string;
   /** Creates the inbox if missing; the store does so on first use unless `migrate: false`. */
   migrate(): Promise<void>;
-  runInTransaction(key: string, owner: string, run: (transaction: unknown) => unknown): Promise<boolean>;
+  /** Per-object order: payment by payment, across every instance on this database. */
+  readonly order: ObjectOrderStore;
+  runInTransaction(
+    key: string,
+    owner: string,
+    run: (transaction: unknown) => unknown,
+    order?: OrderedCompletion,
+  ): Promise<boolean>;
 }
 
 interface Row {
@@ -77,6 +91,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   pool.on('error', ignore);
   const name = qualifiedName(schema, table);
   const sql = statements(name);
+  const orderSql = orderStatements(name, objectsName(schema, table));
 
   let migrated: Promise<void> | undefined;
   const createInbox = () => migrateInbox(pool, { schema, table });
@@ -101,10 +116,11 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     table: name,
     leaseMs: options.leaseMs,
     migrate: createInbox,
+    order: createPostgresOrder({ statements: orderSql, retentionMs, query }),
     runInTransaction: createTransactionRunner({
       pool,
-      markDone: sql.complete,
-      retentionMs,
+      markDone: (client, key, owner, order) =>
+        markDone(client, { plain: sql.complete, ordered: orderSql.complete }, retentionMs, key, owner, order),
       timeoutMs,
       ready,
     }),
@@ -152,6 +168,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     async recover(owner, leaseMs, limit) {
       // Records past their retention go a batch at a time, as instances look for lapsed leases.
       await query('purge', sql.purge, []);
+      await query('purge', orderSql.purge, []);
       const { rows } = await query<{
         key: string;
         payload: string;

@@ -15,8 +15,14 @@ export function qualifiedName(schema: string, table: string): string {
   return `"${schema}"."${table}"`;
 }
 
+/** The quoted, schema-qualified name of the inbox's table of objects (per-payment order). */
+export function objectsName(schema: string, table: string): string {
+  return `"${schema}"."${table}_objects"`;
+}
+
 /**
- * The SQL that creates the inbox (schema, table and its two indexes), idempotent (`IF NOT EXISTS`
+ * The SQL that creates the inbox (schema, the inbox table and its table of objects for per-payment
+ * order, and their indexes), idempotent (`IF NOT EXISTS`
  * throughout): for a merchant who runs migrations with their own tool and creates the store with
  * `migrate: false`. Times are epoch milliseconds of the database server's clock, so instances whose
  * clocks disagree still agree on leases.
@@ -49,6 +55,14 @@ CREATE TABLE IF NOT EXISTS ${name} (
 );
 CREATE INDEX IF NOT EXISTS "${table}_lease_idx" ON ${name} (lease_until) WHERE state = 'processing';
 CREATE INDEX IF NOT EXISTS "${table}_expires_idx" ON ${name} (expires_at);
+CREATE TABLE IF NOT EXISTS ${objectsName(schema, table)} (
+  id text PRIMARY KEY,
+  rank double precision,
+  holder text,
+  updated_at bigint NOT NULL,
+  expires_at bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS "${table}_objects_expires_idx" ON ${objectsName(schema, table)} (expires_at);
 `;
 }
 

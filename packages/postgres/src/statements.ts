@@ -6,7 +6,8 @@
 
 import { createHash } from 'node:crypto';
 
-const NOW = '(extract(epoch from statement_timestamp()) * 1000)::bigint';
+/** Now, in epoch ms of the server's clock at the statement's start. */
+export const NOW = '(extract(epoch from statement_timestamp()) * 1000)::bigint';
 
 /**
  * A statement the store prepares once per connection (parsed and planned once, not per event):
@@ -40,10 +41,15 @@ export function statements(name: string): Statements {
   const texts = sqlOf(name);
   const out = {} as Statements;
   for (const [label, text] of Object.entries(texts) as [keyof Statements, string][]) {
-    const hash = createHash('sha256').update(text).digest('hex').slice(0, 16);
-    out[label] = { name: `payhook_${label}_${hash}`, text };
+    out[label] = statement(label, text);
   }
   return out;
+}
+
+/** A statement named by its label and its text's hash. */
+export function statement(label: string, text: string): Statement {
+  const hash = createHash('sha256').update(text).digest('hex').slice(0, 16);
+  return { name: `payhook_${label}_${hash}`, text };
 }
 
 function sqlOf(name: string): Record<keyof Statements, string> {

@@ -1,16 +1,22 @@
 // Handlers' transactions: one per attempt, from the store's pool, committed with the event's done
 // mark. At most `pool max - 2` at once, so that claims always find a connection.
-import type { HandlerContext } from '@payhook/core';
+import type { HandlerContext, OrderedCompletion } from '@payhook/core';
 import type { Pool, PoolClient } from 'pg';
-import type { Statement } from './statements.js';
 import { withTimeout } from './timeout.js';
 
 /** What the transaction runner needs from its store. */
 export interface TransactionRunnerOptions {
   pool: Pool;
-  /** The done mark: $1 key, $2 owner, $3 retentionMs; one row when the owner held the key. */
-  markDone: Statement;
-  retentionMs: number;
+  /**
+   * The done mark, on the transaction's client: with per-object order, the rank raised and the
+   * lock freed too. True when `owner` still held `key`.
+   */
+  markDone(
+    client: PoolClient,
+    key: string,
+    owner: string,
+    order: OrderedCompletion | undefined,
+  ): Promise<boolean>;
   timeoutMs: number;
   /** Waits until the inbox exists. */
   ready(): Promise<void>;
@@ -18,7 +24,7 @@ export interface TransactionRunnerOptions {
 
 /** The store's `runInTransaction` (see `IdempotencyStore.runInTransaction` in @payhook/core). */
 export function createTransactionRunner(options: TransactionRunnerOptions) {
-  const { pool, markDone, retentionMs, timeoutMs } = options;
+  const { pool, markDone, timeoutMs } = options;
   const max = (pool as Pool & { options?: { max?: number } }).options?.max ?? 10;
   const slots = createSlots(Math.max(1, max - 2));
 
@@ -26,6 +32,7 @@ export function createTransactionRunner(options: TransactionRunnerOptions) {
     key: string,
     owner: string,
     run: (transaction: unknown) => unknown,
+    order?: OrderedCompletion,
   ): Promise<boolean> {
     await options.ready();
     const release = await slots.take();
@@ -49,10 +56,8 @@ export function createTransactionRunner(options: TransactionRunnerOptions) {
         broken = true;
         throw error;
       }
-      const marked = await withTimeout('done mark', timeoutMs, () =>
-        open.query({ ...markDone, values: [key, owner, retentionMs] }),
-      );
-      if (marked.rowCount !== 1) {
+      const marked = await withTimeout('done mark', timeoutMs, () => markDone(open, key, owner, order));
+      if (!marked) {
         await withTimeout('ROLLBACK', timeoutMs, () => open.query('ROLLBACK'));
         return false;
       }

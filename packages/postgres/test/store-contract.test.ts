@@ -1,5 +1,5 @@
 // @module-tag postgres
-import { describeStoreContract } from '@payhook/core/testing';
+import { describeOrderContract, describeStoreContract } from '@payhook/core/testing';
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresStore, inboxMigrationSql, migrateInbox, pgTransaction } from '../src/index.js';
@@ -23,6 +23,13 @@ const fresh = (options: { retentionMs?: number } = {}) => {
 };
 
 describeStoreContract('postgres', async ({ retentionMs }) => fresh({ retentionMs }), {
+  describe,
+  it,
+  expect,
+  afterEach,
+});
+
+describeOrderContract('postgres', async ({ retentionMs }) => fresh({ retentionMs }), {
   describe,
   it,
   expect,
@@ -66,7 +73,7 @@ describe('createPostgresStore', () => {
     const { rows } = await pool.query('SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1', [
       schema,
     ]);
-    expect(rows[0]).toEqual({ n: 1 });
+    expect(rows[0]).toEqual({ n: 2 });
   });
 
   it('commits a transaction with the done mark, and rolls it back when the run throws or the owner lost the key', async () => {

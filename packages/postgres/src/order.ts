@@ -1,0 +1,140 @@
+// Per-object order in PostgreSQL (core's ObjectOrderStore): a table of objects beside the inbox,
+// one row per object (business + object id) with its highest completed rank and the event that
+// holds its lock. The lock is held while that event is `processing` under a live lease in the
+// inbox, so it needs no renewal of its own: a holder that died frees it when its lease lapses.
+import type { ObjectLock, ObjectOrderStore, OrderedCompletion } from '@payhook/core';
+import type { Pool, PoolClient } from 'pg';
+import { NOW, type Statement, statement } from './statements.js';
+
+/** The order's statements on the inbox `inbox` and its objects table `objects` (both qualified). */
+export function orderStatements(inbox: string, objects: string) {
+  const live = (key: string, at: string) =>
+    `SELECT 1 FROM ${inbox} h WHERE h.key = ${key} AND h.state = 'processing' AND h.lease_until > ${at} AND h.expires_at > ${at}`;
+  return {
+    /** $1 key, $2 owner, $3 object id, $4 retentionMs. */
+    lock: statement(
+      'lock',
+      `WITH n AS (SELECT ${NOW} AS ms),
+held AS (SELECT 1 FROM ${inbox}, n WHERE key = $1 AND state = 'processing' AND owner = $2
+  AND lease_until > n.ms AND expires_at > n.ms),
+taken AS (
+  INSERT INTO ${objects} AS o (id, rank, holder, updated_at, expires_at)
+  SELECT $3, NULL, $1, n.ms, n.ms + $4 FROM n WHERE EXISTS (SELECT 1 FROM held)
+  ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, updated_at = EXCLUDED.updated_at,
+    expires_at = EXCLUDED.expires_at,
+    rank = CASE WHEN o.expires_at <= EXCLUDED.updated_at THEN NULL ELSE o.rank END
+  WHERE o.holder IS NULL OR o.holder = EXCLUDED.holder OR o.expires_at <= EXCLUDED.updated_at
+    OR NOT EXISTS (${live('o.holder', 'EXCLUDED.updated_at')})
+  RETURNING o.rank
+)
+SELECT EXISTS (SELECT 1 FROM held) AS held, EXISTS (SELECT 1 FROM taken) AS locked, (SELECT rank FROM taken) AS rank`,
+    ),
+    /**
+     * $1 key, $2 owner, $3 retentionMs, $4 object id, $5 rank (or null): the done mark, the rank
+     * raised and the lock freed, in one statement; `n` is 1 when the owner held the key.
+     */
+    complete: statement(
+      'ordered_complete',
+      `WITH n AS (SELECT ${NOW} AS ms),
+done AS (
+  UPDATE ${inbox} SET state = 'done', owner = NULL, lease_until = NULL, payload = NULL,
+    updated_at = n.ms, expires_at = n.ms + $3
+  FROM n WHERE key = $1 AND state = 'processing' AND owner = $2 AND expires_at > n.ms
+  RETURNING key
+),
+raised AS (
+  INSERT INTO ${objects} AS o (id, rank, holder, updated_at, expires_at)
+  SELECT $4, $5::double precision, NULL, n.ms, n.ms + $3 FROM n WHERE EXISTS (SELECT 1 FROM done)
+  ON CONFLICT (id) DO UPDATE SET
+    rank = CASE WHEN o.expires_at <= EXCLUDED.updated_at THEN EXCLUDED.rank
+      WHEN EXCLUDED.rank IS NOT NULL AND (o.rank IS NULL OR EXCLUDED.rank > o.rank) THEN EXCLUDED.rank
+      ELSE o.rank END,
+    holder = CASE WHEN o.holder = $1 THEN NULL ELSE o.holder END,
+    updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM done)::int AS n, (SELECT count(*) FROM raised)::int AS raised`,
+    ),
+    /** Removes up to 500 object records past their retention whose lock no live event holds. */
+    purge: statement(
+      'purge_objects',
+      `DELETE FROM ${objects} WHERE id IN (
+  SELECT id FROM ${objects} o WHERE o.expires_at <= ${NOW}
+    AND (o.holder IS NULL OR NOT EXISTS (${live('o.holder', NOW)}))
+  LIMIT 500 FOR UPDATE SKIP LOCKED)`,
+    ),
+  };
+}
+
+/** The object record of `object` for the event `key`: objects of different businesses never meet. */
+export function objectId(key: string, object: string): string {
+  return `${key.slice(0, Math.max(0, key.lastIndexOf(':')))}\n${object}`;
+}
+
+type Run = <R extends object>(
+  label: string,
+  statement: Statement,
+  values: unknown[],
+) => Promise<{ rows: R[] }>;
+
+/** What the order needs from its store. */
+export interface PostgresOrderOptions {
+  statements: ReturnType<typeof orderStatements>;
+  retentionMs: number;
+  /** Runs one of the store's statements under its timeout. */
+  query: Run;
+}
+
+/** Per-object order for the PostgreSQL store. */
+export function createPostgresOrder(options: PostgresOrderOptions): ObjectOrderStore {
+  const { statements, retentionMs, query } = options;
+  return {
+    async lock(key, owner, object): Promise<ObjectLock> {
+      const { rows } = await query<{ held: boolean; locked: boolean; rank: number | null }>(
+        'lock',
+        statements.lock,
+        [key, owner, objectId(key, object), retentionMs],
+      );
+      const row = rows[0];
+      if (!row?.held) return LOST;
+      if (!row.locked) return BUSY;
+      return { status: 'locked', rank: row.rank ?? undefined };
+    },
+    async complete(key, owner, object, rank) {
+      const { rows } = await query<{ n: number }>('ordered complete', statements.complete, [
+        key,
+        owner,
+        retentionMs,
+        objectId(key, object),
+        rank ?? null,
+      ]);
+      return rows[0]?.n === 1;
+    },
+  };
+}
+
+/**
+ * The done mark inside a handler's transaction: the plain mark, or with per-object order the
+ * ordered completion (rank raised, lock freed) in the same transaction. True when the owner held
+ * the key.
+ */
+export async function markDone(
+  client: PoolClient | Pool,
+  marks: { plain: Statement; ordered: Statement },
+  retentionMs: number,
+  key: string,
+  owner: string,
+  order: OrderedCompletion | undefined,
+): Promise<boolean> {
+  if (order === undefined) {
+    return (await client.query({ ...marks.plain, values: [key, owner, retentionMs] })).rowCount === 1;
+  }
+  const { rows } = await client.query<{ n: number }>({
+    ...marks.ordered,
+    values: [key, owner, retentionMs, objectId(key, order.object), order.rank ?? null],
+  });
+  return rows[0]?.n === 1;
+}
+
+const LOST: ObjectLock = { status: 'lost' };
+const BUSY: ObjectLock = { status: 'busy' };
