@@ -152,15 +152,26 @@ function resolveMode(input: VerifyInput, options: VerifyOptions): Canonicalizati
  */
 export function verifyChecksum(input: VerifyInput, options: VerifyOptions): VerifyResult {
   if (nodeCrypto === undefined) requireNodeCrypto('verifyChecksum');
+  const read = readEnvelope(input, options, 'verifyChecksum');
+  return 'envelope' in read ? verifyEnvelope(read.envelope, read.mode, options.businessIds) : read;
+}
+
+/**
+ * The options checked (a TypeError for a bad mode or no business id, naming `caller`) and the body
+ * read, or the failure to answer for a body that is not an event.
+ */
+function readEnvelope(
+  input: VerifyInput,
+  options: VerifyOptions,
+  caller: string,
+): { envelope: ParsedEnvelope; mode: Canonicalization } | VerifyFailure {
   const mode = resolveMode(input, options);
-  if (options.businessIds.length === 0) throw new TypeError('verifyChecksum needs at least one business id.');
-  let envelope: ParsedEnvelope;
+  if (options.businessIds.length === 0) throw new TypeError(`${caller} needs at least one business id.`);
   try {
-    envelope = parseEnvelope(input, options.maxDepth ?? DEFAULT_MAX_DEPTH);
+    return { envelope: parseEnvelope(input, options.maxDepth ?? DEFAULT_MAX_DEPTH), mode };
   } catch (error) {
     return { ok: false, error: asMalformed(error) };
   }
-  return verifyEnvelope(envelope, mode, options.businessIds);
 }
 
 function asMalformed(error: unknown): PayhookError {
@@ -170,34 +181,98 @@ function asMalformed(error: unknown): PayhookError {
 }
 
 /**
- * The checksum check of {@link verifyChecksum} on a body {@link parseEnvelope} read: each candidate
- * signed string in turn (lexical, then RFC 8785 for `auto`), each business id as the key. Never
- * throws on bad input.
+ * How a path finds the business id whose HMAC of `head + tail` is `expected`: at once on
+ * node:crypto, at once or as a promise on the Web path. The one seam between the two paths.
+ */
+type IdMatcher = (
+  head: string,
+  tail: string | Uint8Array,
+  businessIds: readonly string[],
+  expected: Uint8Array,
+) => string | undefined | Promise<string | undefined>;
+
+/** `next(value)`: at once for a value, once it settles for a promise. */
+function then<T, R>(value: T | Promise<T>, next: (settled: T) => R | Promise<R>): R | Promise<R> {
+  return value instanceof Promise ? value.then(next) : next(value);
+}
+
+type Verdict = VerifyResult | Promise<VerifyResult>;
+const LEXICAL: AppliedCanonicalization[] = ['lexical'];
+const JCS: AppliedCanonicalization[] = ['jcs'];
+const BOTH: AppliedCanonicalization[] = ['lexical', 'jcs'];
+
+/**
+ * The checksum check on a body {@link parseEnvelope} read, with either path's matcher: each
+ * candidate signed string in turn (lexical, then RFC 8785 for `auto`), each business id as the key.
+ * Never throws on bad input. On node:crypto every step is at once, with no closure made.
+ */
+function checkEnvelope(
+  envelope: ParsedEnvelope,
+  mode: Canonicalization,
+  businessIds: readonly string[],
+  match: IdMatcher,
+): Verdict {
+  if (mode === 'jcs') return byJcs(envelope, businessIds, match, JCS);
+  const lexicalData = lexicalDataOf(envelope);
+  if (lexicalData === undefined) {
+    throw new TypeError(`canonicalization "${mode}" needs the raw body; pass rawBody, or use "jcs".`);
+  }
+  const found = match(`${envelope.payload.event}|`, lexicalData, businessIds, envelope.expected);
+  return found instanceof Promise
+    ? found.then((id) => afterLexical(envelope, mode, businessIds, match, id))
+    : afterLexical(envelope, mode, businessIds, match, found);
+}
+
+function afterLexical(
+  envelope: ParsedEnvelope,
+  mode: Canonicalization,
+  businessIds: readonly string[],
+  match: IdMatcher,
+  id: string | undefined,
+): Verdict {
+  if (id !== undefined) return verified(envelope.payload, id, 'lexical');
+  return mode === 'lexical'
+    ? mismatch(businessIds.length, LEXICAL)
+    : byJcs(envelope, businessIds, match, BOTH);
+}
+
+function byJcs(
+  envelope: ParsedEnvelope,
+  businessIds: readonly string[],
+  match: IdMatcher,
+  tried: readonly AppliedCanonicalization[],
+): Verdict {
+  let jcs: string;
+  try {
+    jcs = canonicalSignedData(envelope.payload.data);
+  } catch (error) {
+    return { ok: false, error: asMalformed(error) };
+  }
+  const found = match(`${envelope.payload.event}|`, jcs, businessIds, envelope.expected);
+  return found instanceof Promise
+    ? found.then((id) => afterJcs(envelope, businessIds, tried, id))
+    : afterJcs(envelope, businessIds, tried, found);
+}
+
+function afterJcs(
+  envelope: ParsedEnvelope,
+  businessIds: readonly string[],
+  tried: readonly AppliedCanonicalization[],
+  id: string | undefined,
+): VerifyResult {
+  return id !== undefined ? verified(envelope.payload, id, 'jcs') : mismatch(businessIds.length, tried);
+}
+
+/**
+ * The checksum check of {@link verifyChecksum} on a body {@link parseEnvelope} read, on
+ * node:crypto. Never throws on bad input.
  */
 export function verifyEnvelope(
   envelope: ParsedEnvelope,
   mode: Canonicalization,
   businessIds: readonly string[],
 ): VerifyResult {
-  const { payload } = envelope;
-  if (mode !== 'jcs') {
-    const lexicalData = lexicalDataOf(envelope);
-    if (lexicalData === undefined) {
-      throw new TypeError(`canonicalization "${mode}" needs the raw body; pass rawBody, or use "jcs".`);
-    }
-    const businessId = matchingId(`${payload.event}|`, lexicalData, businessIds, envelope.expected);
-    if (businessId !== undefined) return verified(payload, businessId, 'lexical');
-    if (mode === 'lexical') return mismatch(businessIds.length, ['lexical']);
-  }
-  let jcs: string;
-  try {
-    jcs = canonicalSignedData(payload.data);
-  } catch (error) {
-    return { ok: false, error: asMalformed(error) };
-  }
-  const businessId = matchingId(`${payload.event}|`, jcs, businessIds, envelope.expected);
-  if (businessId !== undefined) return verified(payload, businessId, 'jcs');
-  return mismatch(businessIds.length, mode === 'jcs' ? ['jcs'] : ['lexical', 'jcs']);
+  return checkEnvelope(envelope, mode, businessIds, matchingId) as VerifyResult;
 }
 
 /** The business id whose HMAC of `head + tail` is `expected`, compared in constant time. */
@@ -237,17 +312,18 @@ function mismatch(ids: number, tried: readonly AppliedCanonicalization[]): Verif
 /** Options of {@link verifyChecksumAsync}. */
 export interface VerifyAsyncOptions extends VerifyOptions {
   /**
-   * `auto` (default): node:crypto where the runtime has it, else Web Crypto. `web` forces Web
-   * Crypto (to try that path on Node), `node` requires node:crypto.
+   * `auto` (default): node:crypto where the runtime has it, else the Web path (a JavaScript HMAC
+   * for bodies up to 12 KB, Web Crypto above). `web` forces the Web path (to try it on Node),
+   * `node` requires node:crypto.
    */
   crypto?: CryptoPath | undefined;
 }
 
 /**
- * {@link verifyChecksum} on every runtime: on Web Crypto where node:crypto is missing (browsers,
- * Workers without nodejs_compat, any bundle for the browser platform), the HMAC computed and
- * compared in constant time by `crypto.subtle.verify`; on Node it answers with the synchronous
- * verdict. Same verdicts, same errors.
+ * {@link verifyChecksum} on every runtime: on the Web path where node:crypto is missing (browsers,
+ * Workers without nodejs_compat, any bundle for the browser platform), the HMAC computed in
+ * JavaScript for a body up to 12 KB and by `crypto.subtle` above, compared in constant time either
+ * way; on Node it answers with the synchronous verdict. Same verdicts, same errors.
  *
  * @example
  * ```ts
@@ -260,65 +336,37 @@ export async function verifyChecksumAsync(
   options: VerifyAsyncOptions,
 ): Promise<VerifyResult> {
   if (resolveCryptoPath(options.crypto) === 'node') return verifyChecksum(input, options);
-  const mode = resolveMode(input, options);
-  if (options.businessIds.length === 0)
-    throw new TypeError('verifyChecksumAsync needs at least one business id.');
-  let envelope: ParsedEnvelope;
-  try {
-    envelope = parseEnvelope(input, options.maxDepth ?? DEFAULT_MAX_DEPTH);
-  } catch (error) {
-    return { ok: false, error: asMalformed(error) };
-  }
-  return verifyEnvelopeAsync(envelope, mode, options.businessIds);
+  const read = readEnvelope(input, options, 'verifyChecksumAsync');
+  return 'envelope' in read ? verifyEnvelopeAsync(read.envelope, read.mode, options.businessIds) : read;
 }
 
-/**
- * {@link verifyEnvelope} on Web Crypto. The signed bytes are copied before the first await, so a
- * read that begins meanwhile (another request) cannot change them.
- */
+/** {@link verifyEnvelope} on the Web path: the same flow, with the Web path's matcher. */
 export async function verifyEnvelopeAsync(
   envelope: ParsedEnvelope,
   mode: Canonicalization,
   businessIds: readonly string[],
 ): Promise<VerifyResult> {
-  const { payload } = envelope;
-  const head = `${payload.event}|`;
-  if (mode !== 'jcs') {
-    const lexicalData = lexicalDataOf(envelope);
-    if (lexicalData === undefined) {
-      throw new TypeError(`canonicalization "${mode}" needs the raw body; pass rawBody, or use "jcs".`);
-    }
-    const businessId = await matchingIdWeb(joinBytes(head, lexicalData), businessIds, envelope.expected);
-    if (businessId !== undefined) return verified(payload, businessId, 'lexical');
-    if (mode === 'lexical') return mismatch(businessIds.length, ['lexical']);
-  }
-  let jcs: string;
-  try {
-    jcs = canonicalSignedData(payload.data);
-  } catch (error) {
-    return { ok: false, error: asMalformed(error) };
-  }
-  const businessId = await matchingIdWeb(joinBytes(head, jcs), businessIds, envelope.expected);
-  if (businessId !== undefined) return verified(payload, businessId, 'jcs');
-  return mismatch(businessIds.length, mode === 'jcs' ? ['jcs'] : ['lexical', 'jcs']);
+  return checkEnvelope(envelope, mode, businessIds, matchingIdWeb);
 }
 
 /**
  * {@link matchingId} on the Web path: every id is tried, in JavaScript for a small message, else
- * by `subtle.verify` (hmac-web.ts).
+ * by `subtle.verify` (hmac-web.ts). The signed bytes are joined at once, before any await: `tail`
+ * may be a view into the lexical reader's buffers, which the next read reuses.
  */
-async function matchingIdWeb(
-  message: Uint8Array,
+function matchingIdWeb(
+  head: string,
+  tail: string | Uint8Array,
   businessIds: readonly string[],
   expected: Uint8Array,
-): Promise<string | undefined> {
-  const found = firstMatchWeb(businessIds, message, [expected]);
-  const index = typeof found === 'number' ? found : await found;
-  return index < 0 ? undefined : businessIds[index];
+): string | undefined | Promise<string | undefined> {
+  return then(firstMatchWeb(businessIds, joinBytes(head, tail), [expected]), (index) =>
+    index < 0 ? undefined : businessIds[index],
+  );
 }
 
 /**
- * {@link computeChecksum} on every runtime: Web Crypto where node:crypto is missing (or with
+ * {@link computeChecksum} on every runtime: the Web path where node:crypto is missing (or with
  * `crypto: 'web'`), the synchronous one on Node.
  *
  * @example

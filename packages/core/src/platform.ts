@@ -52,8 +52,9 @@ export const nodeCrypto: NodeCrypto | undefined =
 export const NodeBuffer: typeof Buffer | undefined = loadedBuffer;
 
 /**
- * Which implementation verifies: `node` (node:crypto, synchronous) or `web` (Web Crypto,
- * asynchronous). `auto` is `node` where node:crypto is there, `web` elsewhere.
+ * Which implementation verifies: `node` (node:crypto, synchronous) or `web` (the Web path: HMAC in
+ * JavaScript for messages up to 12 KB, Web Crypto above and for Ed25519, asynchronous). `auto` is
+ * `node` where node:crypto is there, `web` elsewhere.
  */
 export type CryptoPath = 'auto' | 'node' | 'web';
 

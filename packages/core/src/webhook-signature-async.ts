@@ -17,7 +17,7 @@ import {
   verifyWebhookSignature,
 } from './webhook-signature.js';
 
-// Standard Webhooks verification on every runtime: Web Crypto where node:crypto is missing.
+// Standard Webhooks verification on every runtime: the Web path where node:crypto is missing.
 
 /** The `v1` signatures a header lists, decoded (32 bytes each), at most {@link MAX_LISTED}. */
 function listV1Signatures(header: string): Uint8Array[] {
@@ -34,17 +34,18 @@ function listV1Signatures(header: string): Uint8Array[] {
 /** Options of {@link verifyWebhookSignatureAsync}. */
 export interface VerifySignatureAsyncOptions extends VerifySignatureOptions {
   /**
-   * `auto` (default): node:crypto where the runtime has it, else Web Crypto. `web` forces Web
-   * Crypto (to try that path on Node), `node` requires node:crypto.
+   * `auto` (default): node:crypto where the runtime has it, else the Web path (a JavaScript HMAC
+   * for bodies up to 12 KB, Web Crypto above and for Ed25519). `web` forces the Web path (to try it
+   * on Node), `node` requires node:crypto.
    */
   crypto?: CryptoPath | undefined;
 }
 
 /**
- * {@link verifyWebhookSignature} on every runtime: on Web Crypto where node:crypto is missing
- * (browsers, Workers without nodejs_compat), where HMAC signatures are compared in constant time
- * by `crypto.subtle.verify`; on Node it answers with the synchronous verdict. Same verdicts, same
- * errors.
+ * {@link verifyWebhookSignature} on every runtime: on the Web path where node:crypto is missing
+ * (browsers, Workers without nodejs_compat), where HMAC signatures are computed in JavaScript for a
+ * body up to 12 KB and by `crypto.subtle` above, compared in constant time either way; on Node it
+ * answers with the synchronous verdict. Same verdicts, same errors.
  *
  * @example
  * ```ts
