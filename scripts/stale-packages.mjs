@@ -1,9 +1,9 @@
 // Which packages a build has to make again: the one answer `pnpm build`, `pnpm demo` and
 // `pnpm pack:all` share, so that one build serves all three. A package is built again when its
-// dist/ is missing, when anything its build reads changed after its dist/ was written (its src/,
-// scripts/, package.json, tsup and TypeScript configs, the shared configs, the lockfile), or when
-// a workspace package it depends on is built again or was built after it (its declarations are
-// built against that package's).
+// output directory (dist) is missing, when anything its build reads changed after that directory
+// was written (its src/, scripts/, package.json, tsup and TypeScript configs, the shared configs,
+// the lockfile), or when a workspace package it depends on is built again or was built after it
+// (its declarations are built against that package's).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
