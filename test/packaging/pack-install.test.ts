@@ -119,7 +119,7 @@ import { createWebHandler, type WebHandler } from '@payhook/web';
 import { createRedisStore } from '@payhook/redis';
 import { createPostgresStore, pgTransaction } from '@payhook/postgres';
 import { checkWebhookUrl } from '@payhook/sender';
-import pg from 'pg';
+import pg from "pg"; // type-checked only: this app never connects
 
 const businessId = process.env.BUSINESS_ID ?? 'b7e1c2d3-4f5a-4b6c-8d7e-9f0a1b2c3d4e';
 const receiver = createReceiver({ businessIds: [businessId], allowAnyIp: true });
