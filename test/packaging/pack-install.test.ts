@@ -23,7 +23,7 @@ import { quickstartBlock } from './quickstart-apps.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
-const PACKAGES = ['core', 'express', 'koa', 'fastify', 'web', 'redis', 'postgres', 'sender', 'cli'];
+const PACKAGES = 'core express koa fastify web redis postgres sender cli'.split(' ');
 const tsc = join(root, 'node_modules/typescript/bin/tsc');
 const cli = join(root, 'packages/cli/dist/cli.js');
 // The clone's path as the README writes it.
