@@ -3,7 +3,7 @@
 // @module-tag pglite
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -19,11 +19,12 @@ import { MINIFLARE_RUNNER, payhook, quickstartBlock, receiverSettings } from './
 
 // Every quickstart as a reader pastes it, against `payhook serve`: the code block of the README
 // (Express), docs/receivers.md (Koa, Fastify) and docs/web-runtimes.md (Next.js under `next dev`
-// and `next build` + `next start`, Hono, Bun, Deno), and the apps `payhook init --framework`
-// writes for the Web runtimes (next, hono, bun, deno, and worker under wrangler dev and on
-// Miniflare). Each app sits outside the workspace with @payhook/* installed by npm from the
-// packed tarballs, runs on its runtime, and gets one event from `payhook trigger --to`, real
-// events that the sender makes and delivers, and `payhook check`'s eleven cases, every one passing.
+// and `next build` + `next start`, Hono, Bun, Deno, the Worker with its Durable Object under
+// `wrangler dev`), and the apps `payhook init --framework` writes for the Web runtimes (next,
+// hono, bun, deno, and worker under wrangler dev and on Miniflare). Each app sits outside the
+// workspace with @payhook/* installed by npm from the packed tarballs, runs on its runtime, and
+// gets one event from `payhook trigger --to`, real events that the sender makes and delivers, and
+// `payhook check`'s eleven cases, every one passing.
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const cli = join(root, 'packages/cli/dist/cli.js');
@@ -195,6 +196,18 @@ const runs =
 
 const nextBin = () => join(apps, 'node_modules/next/dist/bin/next');
 
+/** `wrangler dev` in `dir`, the settings in .dev.vars as a reader writes them. */
+const wranglerDev =
+  (dir: string): Start =>
+  async (env) => {
+    const vars = ['BUSINESS_ID', 'WEBHOOK_SECRET', 'ALLOWED_IPS'].map((name) => `${name}=${env[name]}\n`);
+    await writeFile(join(dir, '.dev.vars'), vars.join(''));
+    const wrangler = join(apps, 'node_modules/wrangler/bin/wrangler.js');
+    const args = [wrangler, 'dev', '--port', env.PORT as string, '--ip', '127.0.0.1'];
+    // Offline, wrangler warns that it cannot fetch Request.cf and uses a placeholder.
+    return runs(process.execPath, args, dir, /Ready on http/)({ WRANGLER_SEND_METRICS: 'false', CI: '1' });
+  };
+
 describe('every quickstart as pasted, installed from the tarballs, against payhook serve', {
   timeout: 600_000,
 }, () => {
@@ -296,16 +309,21 @@ describe('every quickstart as pasted, installed from the tarballs, against payho
     );
   });
 
+  it("docs/web-runtimes.md's Worker with its Durable Object store, under wrangler dev", async () => {
+    const toml = (await readFile(join(root, 'examples/web-worker/wrangler.toml'), 'utf8'))
+      .replace('main = "worker.mjs"', 'main = "worker.ts"')
+      .replace(/\n\[vars\][^[]*/, '\n');
+    const dir = await app('worker-do', {
+      'worker.ts': quickstartBlock(join(root, 'docs/web-runtimes.md'), '## Cloudflare Workers'),
+      // As the page says: the example's store, copied as it is, and a wrangler.toml binding it.
+      'store.js': await readFile(join(root, 'examples/web-worker/store.mjs'), 'utf8'),
+      'wrangler.toml': toml,
+    });
+    await receivesFromServe(wranglerDev(dir), '/webhooks');
+  });
+
   it('payhook init --framework worker writes a Worker that runs under wrangler dev, settings in .dev.vars', async () => {
-    const dir = await initApp('worker');
-    const wrangler = join(apps, 'node_modules/wrangler/bin/wrangler.js');
-    await receivesFromServe(async (env) => {
-      const vars = ['BUSINESS_ID', 'WEBHOOK_SECRET', 'ALLOWED_IPS'].map((name) => `${name}=${env[name]}\n`);
-      await writeFile(join(dir, '.dev.vars'), vars.join(''));
-      const args = [wrangler, 'dev', '--port', env.PORT as string, '--ip', '127.0.0.1'];
-      // Offline, wrangler warns that it cannot fetch Request.cf and uses a placeholder.
-      return runs(process.execPath, args, dir, /Ready on http/)({ WRANGLER_SEND_METRICS: 'false', CI: '1' });
-    }, '/webhooks');
+    await receivesFromServe(wranglerDev(await initApp('worker')), '/webhooks');
   });
 
   it('payhook init --framework worker writes a Worker that runs on Miniflare', async () => {
