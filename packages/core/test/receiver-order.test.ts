@@ -240,6 +240,29 @@ describe('per-object order', () => {
     expect(await store.get(key)).toMatchObject({ state: 'done' });
   });
 
+  it('a failed event delivered again waits its turn behind an event of its payment that came first', async () => {
+    const store = createMemoryStore();
+    const receiver = receiverOn(store, { retry: { attempts: 1 } });
+    const payment = randomUUID();
+    const created = eventOf('payment.session.created', payment);
+    let failing = true;
+    const handled: string[] = [];
+    receiver.onAny((event) => {
+      if (event.event === 'payment.session.created' && failing) throw new Error('down');
+      handled.push(event.event);
+    });
+    await deliver(receiver, created);
+    await receiver.idle();
+    failing = false;
+    // The failed created held its payment's lock; its new claim does not, so the succeeded that
+    // comes first takes its turn, and the created, stale by then, goes to onStale.
+    await deliver(receiver, eventOf('payment.session.succeeded', payment));
+    await deliver(receiver, created);
+    await receiver.idle();
+    expect(handled).toEqual(['payment.session.succeeded']);
+    expect(receiver.stats()).toMatchObject({ stale: 1, held: 0 });
+  });
+
   it('waits out the lease of a holder that died, then runs', async () => {
     const store = createMemoryStore();
     const payment = randomUUID();

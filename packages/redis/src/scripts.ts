@@ -57,22 +57,24 @@ return 1`;
 
 /**
  * Per-object order (docs/design.md, "Per-object order"). An object's record O (a hash in the
- * event's hash tag) holds `rank`, the highest completed, and `holder`, the member of the event that
- * took its lock. The lock is held while the holder's record is `processing` under a live lease:
- * it needs no renewal of its own, and a dead holder frees it when its lease lapses.
+ * event's hash tag) holds `rank`, the highest completed, and `holder` and `held`, the member of
+ * the event that took its lock and the event's `attempts` then. The lock is held while that claim
+ * lasts: the holder's record `processing` under a live lease with the same attempts. It needs no
+ * renewal of its own; a dead holder frees it when its lease lapses, and a new claim of the event
+ * (a recovery, a redelivery after failure) does not inherit it.
  *
  * KEYS: E, O. ARGV: owner, record key prefix, member, retentionMs. Replies {'locked', rank or ''},
  * {'busy'} or {'lost'} (the owner does not hold E under a live lease).
  */
 export const LOCK = `${NOW}
-local e = redis.call('HMGET', KEYS[1], 'state', 'owner', 'lease')
+local e = redis.call('HMGET', KEYS[1], 'state', 'owner', 'lease', 'attempts')
 if e[1] ~= 'processing' or e[2] ~= ARGV[1] or tonumber(e[3]) <= now then return {'lost'} end
-local o = redis.call('HMGET', KEYS[2], 'holder', 'rank')
+local o = redis.call('HMGET', KEYS[2], 'holder', 'rank', 'held')
 if o[1] and o[1] ~= ARGV[3] then
-  local h = redis.call('HMGET', ARGV[2] .. o[1], 'state', 'lease')
-  if h[1] == 'processing' and tonumber(h[2]) > now then return {'busy'} end
+  local h = redis.call('HMGET', ARGV[2] .. o[1], 'state', 'lease', 'attempts')
+  if h[1] == 'processing' and tonumber(h[2]) > now and h[3] == o[3] then return {'busy'} end
 end
-redis.call('HSET', KEYS[2], 'holder', ARGV[3])
+redis.call('HSET', KEYS[2], 'holder', ARGV[3], 'held', e[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return {'locked', o[2] or ''}`;
 
@@ -88,7 +90,7 @@ local o = redis.call('HMGET', KEYS[3], 'holder', 'rank')
 if ARGV[4] ~= '' and (not o[2] or tonumber(o[2]) < tonumber(ARGV[4])) then
   redis.call('HSET', KEYS[3], 'rank', ARGV[4])
 end
-if o[1] == ARGV[3] then redis.call('HDEL', KEYS[3], 'holder') end
+if o[1] == ARGV[3] then redis.call('HDEL', KEYS[3], 'holder', 'held') end
 if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end
 return 1`;
 

@@ -1,9 +1,14 @@
 import type { ObjectLock, ObjectOrderStore, StoredEvent } from './types.js';
 
-/** An object's order record: its highest completed rank and the event that holds its lock. */
+/**
+ * An object's order record: its highest completed rank, and the claim that holds its lock: the
+ * event's key and its `attempts` when it locked, which a new claim of the event (a recovery, a
+ * redelivery after failure) changes, so that claim does not inherit the lock.
+ */
 interface ObjectRecord {
   rank: number | undefined;
   holder: string | undefined;
+  holderAttempts: number;
   updatedAt: number;
 }
 
@@ -22,9 +27,10 @@ export interface MemoryOrderOptions {
 }
 
 /**
- * Per-object order in the memory of one process ({@link ObjectOrderStore}): a lock is held by an
- * event while that event's record is `processing` under a live lease, so it needs no renewal of
- * its own; ranks are kept for the retention after an object's last completion.
+ * Per-object order in the memory of one process ({@link ObjectOrderStore}): a lock is held by a
+ * claim of an event while that claim lasts (`processing` under a live lease, the same attempts),
+ * so it needs no renewal of its own; ranks are kept for the retention after an object's last
+ * completion.
  */
 export function createMemoryOrder(options: MemoryOrderOptions): ObjectOrderStore {
   const { live, held, now, retentionMs, maxEntries } = options;
@@ -50,11 +56,15 @@ export function createMemoryOrder(options: MemoryOrderOptions): ObjectOrderStore
     }
   };
 
-  /** The event holding `record`'s lock, if its lease is live. */
+  /** The event holding `record`'s lock, if the claim that locked it is still live. */
   const lockedBy = (record: ObjectRecord, t: number): string | undefined => {
     if (record.holder === undefined) return undefined;
     const holder = live(record.holder);
-    return holder?.state === 'processing' && (holder.leaseUntil ?? 0) > t ? record.holder : undefined;
+    return holder?.state === 'processing' &&
+      (holder.leaseUntil ?? 0) > t &&
+      holder.attempts === record.holderAttempts
+      ? record.holder
+      : undefined;
   };
 
   return {
@@ -64,10 +74,16 @@ export function createMemoryOrder(options: MemoryOrderOptions): ObjectOrderStore
       if (event === undefined || (event.leaseUntil ?? 0) <= t) return LOST;
       sweep(t);
       const id = name(key, object);
-      const record = objects.get(id) ?? { rank: undefined, holder: undefined, updatedAt: t };
+      const record = objects.get(id) ?? {
+        rank: undefined,
+        holder: undefined,
+        holderAttempts: 0,
+        updatedAt: t,
+      };
       const holder = lockedBy(record, t);
       if (holder !== undefined && holder !== key) return BUSY;
       record.holder = key;
+      record.holderAttempts = event.attempts;
       record.updatedAt = t;
       put(id, record);
       return { status: 'locked', rank: record.rank };
@@ -78,7 +94,12 @@ export function createMemoryOrder(options: MemoryOrderOptions): ObjectOrderStore
       if (held(key, owner) === undefined) return false;
       const done = options.complete(key, owner);
       const id = name(key, object);
-      const record = objects.get(id) ?? { rank: undefined, holder: undefined, updatedAt: now() };
+      const record = objects.get(id) ?? {
+        rank: undefined,
+        holder: undefined,
+        holderAttempts: 0,
+        updatedAt: now(),
+      };
       if (rank !== undefined && (record.rank === undefined || rank > record.rank)) record.rank = rank;
       if (record.holder === key) record.holder = undefined;
       record.updatedAt = now();

@@ -118,10 +118,14 @@ export interface RecoveredEvent {
  * An object is named by the receiver: `object` is unique within the business of the event key
  * (`key` is `<business id>:<checksum>`, the business the part before its last `:`), and a store
  * keeps the objects of different businesses apart. For each object the store keeps:
- * - its lock, held by one event at a time: by the event `key` that took it with `lock`, for as
- *   long as that event is `processing` under a live lease. There is no lease of its own: renewing
- *   the event's lease keeps the lock, and completing or failing the event, or its lease lapsing
- *   (the owner died), frees it, so a dead holder never blocks its object past one lease;
+ * - its lock, held by one event at a time: by the claim of the event `key` that took it with
+ *   `lock`, for as long as that claim lasts (the event `processing` under a live lease, its
+ *   `attempts` unchanged). There is no lease of its own: renewing the event's lease keeps the lock,
+ *   and completing or failing the event, or its lease lapsing (the owner died), frees it, so a dead
+ *   holder never blocks its object past one lease. A new claim of the event (a recovery, a
+ *   redelivery or replay after a failure: `attempts` grows) does not inherit the lock: it must
+ *   `lock` again like any other event, or an event waiting behind it for its turn on the same
+ *   instance could wait forever;
  * - its rank: the highest rank among the events of the object completed through
  *   {@link ObjectOrderStore.complete}, kept at least as long as the tombstones (the retention),
  *   counted from the object's last completion.

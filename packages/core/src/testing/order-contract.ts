@@ -137,6 +137,34 @@ export function describeOrderContract(name: string, factory: StoreFactory, test:
       expect(await order.lock(other, 'b', 'pay_1')).toEqual({ status: 'locked', rank: undefined });
     });
 
+    it('a new claim of the holder does not inherit its lock: after a failure and a redelivery', async () => {
+      const { store, order } = await open();
+      const first = await claimed(store);
+      await order.lock(first, 'a', 'pay_1');
+      await store.fail(first, 'a', 'Error: boom');
+      expect(
+        (await store.claim(first, { owner: 'a', leaseMs: LONG, payload: '{}', businessId: business })).status,
+      ).toBe('claimed');
+      // Processing again, under the same owner: yet another event takes the lock, and the
+      // redelivered one waits for it like any other.
+      const other = await claimed(store);
+      expect(await order.lock(other, 'a', 'pay_1')).toEqual({ status: 'locked', rank: undefined });
+      expect(await order.lock(first, 'a', 'pay_1')).toEqual({ status: 'busy' });
+      await order.complete(other, 'a', 'pay_1', 10);
+      expect(await order.lock(first, 'a', 'pay_1')).toEqual({ status: 'locked', rank: 10 });
+    });
+
+    it('a new claim of the holder does not inherit its lock: after a recovery', async () => {
+      const { store, order } = await open();
+      const first = await claimed(store, 'dead', 50);
+      await order.lock(first, 'dead', 'pay_1');
+      await wait(100);
+      expect((await store.recover('r', LONG, 10)).map((event) => event.key)).toContain(first);
+      const other = await claimed(store, 'r');
+      expect(await order.lock(other, 'r', 'pay_1')).toEqual({ status: 'locked', rank: undefined });
+      expect(await order.lock(first, 'r', 'pay_1')).toEqual({ status: 'busy' });
+    });
+
     it("a holder's lapsed lease frees the lock; a renewed one keeps it", async () => {
       const { store, order } = await open();
       const dead = await claimed(store, 'dead', 50);
