@@ -29,6 +29,8 @@ export const SNIPPET_READMES = [
   'packages/fastify/README.md',
   'packages/web/README.md',
   'packages/redis/README.md',
+  'packages/postgres/README.md',
+  'docs/stores.md',
   'packages/sender/README.md',
 ];
 
