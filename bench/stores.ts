@@ -13,7 +13,8 @@
  * afterwards. Events/s: BENCH_STORES_EVENTS distinct signed events (default 3,000), 64 requests at
  * once spread over the instances, from the first request until every event's row is in the
  * merchant's table. Latency: an open loop at the rate for BENCH_STORES_SECONDS (default 4), each
- * request's time to its 200, new events each, spread over the instances.
+ * request's time to its 200, new events each, spread over the instances. BENCH_STORES_INSTANCES
+ * picks the instance counts (default 1,3).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -27,6 +28,7 @@ import { BENCH_BUSINESS_ID, BENCH_DATABASE_URL, printTable, quantile, sleep, wri
 const EVENTS = Number(process.env.BENCH_STORES_EVENTS ?? 3000);
 const RATE = Number(process.env.BENCH_STORES_RATE ?? 500);
 const SECONDS = Number(process.env.BENCH_STORES_SECONDS ?? 4);
+const INSTANCES = (process.env.BENCH_STORES_INSTANCES ?? '1,3').split(',').map(Number);
 const IN_FLIGHT = 64;
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const receiverScript = fileURLToPath(
@@ -168,7 +170,7 @@ async function measure(pool: pg.Pool, store: Store, instances: number): Promise<
 const pool = new pg.Pool({ connectionString: BENCH_DATABASE_URL, max: 2 });
 const rows: Row[] = [];
 try {
-  for (const instances of [1, 3]) {
+  for (const instances of INSTANCES) {
     for (const store of ['redis', 'postgres'] as const) {
       const row = await measure(pool, store, instances);
       rows.push(row);
