@@ -1,30 +1,36 @@
 // Per-object order in PostgreSQL (core's ObjectOrderStore): a table of objects beside the inbox,
-// one row per object (business + object id) with its highest completed rank and the event that
-// holds its lock. The lock is held while that event is `processing` under a live lease in the
-// inbox, so it needs no renewal of its own: a holder that died frees it when its lease lapses.
+// one row per object (business + object id) with its highest completed rank and the claim that
+// holds its lock (the event's key and its attempts then). The lock is held while that claim lasts:
+// the event `processing` under a live lease in the inbox, claimed no more times since. So it needs
+// no renewal of its own: a holder that died frees it when its lease lapses.
 import type { ObjectLock, ObjectOrderStore, OrderedCompletion } from '@payhook/core';
-import type { Pool, PoolClient } from 'pg';
+import type { PoolClient } from 'pg';
 import { NOW, type Statement, statement } from './statements.js';
 
 /** The order's statements on the inbox `inbox` and its objects table `objects` (both qualified). */
 export function orderStatements(inbox: string, objects: string) {
-  const live = (key: string, at: string) =>
-    `SELECT 1 FROM ${inbox} h WHERE h.key = ${key} AND h.state = 'processing' AND h.lease_until > ${at} AND h.expires_at > ${at}`;
+  const completion = completionOf(inbox, objects);
+  // The claim that locked an object is live: its event processing under a live lease, claimed the
+  // same number of times (a recovery or a redelivery after a failure is a new claim).
+  const live = (at: string) =>
+    `SELECT 1 FROM ${inbox} h WHERE h.key = o.holder AND h.attempts = o.holder_attempts
+  AND h.state = 'processing' AND h.lease_until > ${at} AND h.expires_at > ${at}`;
   return {
     /** $1 key, $2 owner, $3 object id, $4 retentionMs. */
     lock: statement(
       'lock',
       `WITH n AS (SELECT ${NOW} AS ms),
-held AS (SELECT 1 FROM ${inbox}, n WHERE key = $1 AND state = 'processing' AND owner = $2
+held AS (SELECT attempts FROM ${inbox}, n WHERE key = $1 AND state = 'processing' AND owner = $2
   AND lease_until > n.ms AND expires_at > n.ms),
 taken AS (
-  INSERT INTO ${objects} AS o (id, rank, holder, updated_at, expires_at)
-  SELECT $3, NULL, $1, n.ms, n.ms + $4 FROM n WHERE EXISTS (SELECT 1 FROM held)
-  ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, updated_at = EXCLUDED.updated_at,
-    expires_at = EXCLUDED.expires_at,
+  INSERT INTO ${objects} AS o (id, rank, holder, holder_attempts, updated_at, expires_at)
+  SELECT $3, NULL, $1, held.attempts, n.ms, n.ms + $4 FROM n, held
+  ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder, holder_attempts = EXCLUDED.holder_attempts,
+    updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at,
     rank = CASE WHEN o.expires_at <= EXCLUDED.updated_at THEN NULL ELSE o.rank END
-  WHERE o.holder IS NULL OR o.holder = EXCLUDED.holder OR o.expires_at <= EXCLUDED.updated_at
-    OR NOT EXISTS (${live('o.holder', 'EXCLUDED.updated_at')})
+  WHERE o.holder IS NULL OR o.expires_at <= EXCLUDED.updated_at
+    OR (o.holder = EXCLUDED.holder AND o.holder_attempts = EXCLUDED.holder_attempts)
+    OR NOT EXISTS (${live('EXCLUDED.updated_at')})
   RETURNING o.rank
 )
 SELECT EXISTS (SELECT 1 FROM held) AS held, EXISTS (SELECT 1 FROM taken) AS locked, (SELECT rank FROM taken) AS rank`,
@@ -35,7 +41,25 @@ SELECT EXISTS (SELECT 1 FROM held) AS held, EXISTS (SELECT 1 FROM taken) AS lock
      */
     complete: statement(
       'ordered_complete',
-      `WITH n AS (SELECT ${NOW} AS ms),
+      `${completion}
+SELECT (SELECT count(*) FROM done)::int AS n, (SELECT count(*) FROM raised)::int AS raised`,
+    ),
+    /** The same, for {@link commitDone}: it fails unless the owner held the key. */
+    completeGuarded: `${completion}\n${guard}`,
+    /** Removes up to 500 object records past their retention whose lock no live event holds. */
+    purge: statement(
+      'purge_objects',
+      `DELETE FROM ${objects} WHERE id IN (
+  SELECT id FROM ${objects} o WHERE o.expires_at <= ${NOW}
+    AND (o.holder IS NULL OR NOT EXISTS (${live(NOW)}))
+  LIMIT 500 FOR UPDATE SKIP LOCKED)`,
+    ),
+  };
+}
+
+/** The order's completion as CTEs: \`done\` (the done mark) and \`raised\` (rank raised, lock freed). */
+function completionOf(inbox: string, objects: string): string {
+  return `WITH n AS (SELECT ${NOW} AS ms),
 done AS (
   UPDATE ${inbox} SET state = 'done', owner = NULL, lease_until = NULL, payload = NULL,
     updated_at = n.ms, expires_at = n.ms + $3
@@ -52,18 +76,7 @@ raised AS (
     holder = CASE WHEN o.holder = $1 THEN NULL ELSE o.holder END,
     updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at
   RETURNING 1
-)
-SELECT (SELECT count(*) FROM done)::int AS n, (SELECT count(*) FROM raised)::int AS raised`,
-    ),
-    /** Removes up to 500 object records past their retention whose lock no live event holds. */
-    purge: statement(
-      'purge_objects',
-      `DELETE FROM ${objects} WHERE id IN (
-  SELECT id FROM ${objects} o WHERE o.expires_at <= ${NOW}
-    AND (o.holder IS NULL OR NOT EXISTS (${live('o.holder', NOW)}))
-  LIMIT 500 FOR UPDATE SKIP LOCKED)`,
-    ),
-  };
+)`;
 }
 
 /** The object record of `object` for the event `key`: objects of different businesses never meet. */
@@ -113,27 +126,55 @@ export function createPostgresOrder(options: PostgresOrderOptions): ObjectOrderS
   };
 }
 
+/** What the guard of a done mark says when the owner no longer held the key. */
+const NOT_HELD = 'payhook: the event is no longer this owner';
+
+/** A final SELECT over the CTE `done` that fails (and so aborts the transaction) unless it has one row. */
+export const guard = `SELECT CASE WHEN (SELECT count(*) FROM done) = 1 THEN 1
+  ELSE ('${NOT_HELD} ' || (SELECT count(*) FROM done))::int END AS n`;
+
+/** The plain done mark `mark` (an UPDATE), guarded as {@link guard}. */
+export const guarded = (mark: string): string => `WITH done AS (${mark} RETURNING 1)\n${guard}`;
+
 /**
- * The done mark inside a handler's transaction: the plain mark, or with per-object order the
- * ordered completion (rank raised, lock freed) in the same transaction. True when the owner held
- * the key.
+ * Marks the event done in the handler's transaction and commits, in one round trip: the guarded
+ * mark (with per-object order, the ordered completion: rank raised, lock freed) and `COMMIT`, as one
+ * simple query whose values are written as literals. If the owner no longer held the key the mark
+ * fails, the `COMMIT` never runs, and the transaction is rolled back: false. True once committed.
  */
-export async function markDone(
-  client: PoolClient | Pool,
-  marks: { plain: Statement; ordered: Statement },
+export async function commitDone(
+  client: PoolClient,
+  marks: { plain: string; ordered: string },
   retentionMs: number,
   key: string,
   owner: string,
   order: OrderedCompletion | undefined,
 ): Promise<boolean> {
-  if (order === undefined) {
-    return (await client.query({ ...marks.plain, values: [key, owner, retentionMs] })).rowCount === 1;
+  const [text, values] =
+    order === undefined
+      ? [marks.plain, [key, owner, retentionMs]]
+      : [marks.ordered, [key, owner, retentionMs, objectId(key, order.object), order.rank ?? null]];
+  try {
+    await client.query(`${inline(client, text, values)};\nCOMMIT`);
+    return true;
+  } catch (error) {
+    if (!String((error as Error).message).includes(NOT_HELD)) throw error;
+    await client.query('ROLLBACK');
+    return false;
   }
-  const { rows } = await client.query<{ n: number }>({
-    ...marks.ordered,
-    values: [key, owner, retentionMs, objectId(key, order.object), order.rank ?? null],
+}
+
+/** `text` with its parameters $1, $2... written as literals (strings escaped, numbers finite). */
+function inline(client: PoolClient, text: string, values: unknown[]): string {
+  return text.replace(/\$(\d+)/g, (_, n: string) => {
+    const value = values[Number(n) - 1];
+    if (value === null || value === undefined) return 'NULL';
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) throw new TypeError(`Invalid number in a done mark: ${value}`);
+      return `(${value})`;
+    }
+    return client.escapeLiteral(String(value));
   });
-  return rows[0]?.n === 1;
 }
 
 const LOST: ObjectLock = { status: 'lost' };

@@ -7,7 +7,7 @@ import type {
 } from '@payhook/core';
 import pg, { type Pool, type QueryResultRow } from 'pg';
 import { type PostgresStoreOptions, resolveOptions } from './options.js';
-import { createPostgresOrder, markDone, orderStatements } from './order.js';
+import { commitDone, createPostgresOrder, guarded, orderStatements } from './order.js';
 import { migrateInbox, objectsName, qualifiedName } from './schema.js';
 import { type Statement, statements } from './statements.js';
 import { withTimeout } from './timeout.js';
@@ -92,6 +92,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   const name = qualifiedName(schema, table);
   const sql = statements(name);
   const orderSql = orderStatements(name, objectsName(schema, table));
+  const marks = { plain: guarded(sql.complete.text), ordered: orderSql.completeGuarded };
 
   let migrated: Promise<void> | undefined;
   const createInbox = () => migrateInbox(pool, { schema, table });
@@ -119,8 +120,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     order: createPostgresOrder({ statements: orderSql, retentionMs, query }),
     runInTransaction: createTransactionRunner({
       pool,
-      markDone: (client, key, owner, order) =>
-        markDone(client, { plain: sql.complete, ordered: orderSql.complete }, retentionMs, key, owner, order),
+      commitDone: (client, key, owner, order) => commitDone(client, marks, retentionMs, key, owner, order),
       timeoutMs,
       ready,
     }),

@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS ${objectsName(schema, table)} (
   id text PRIMARY KEY,
   rank double precision,
   holder text,
+  holder_attempts integer,
   updated_at bigint NOT NULL,
   expires_at bigint NOT NULL
 );

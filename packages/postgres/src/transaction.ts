@@ -8,10 +8,10 @@ import { withTimeout } from './timeout.js';
 export interface TransactionRunnerOptions {
   pool: Pool;
   /**
-   * The done mark, on the transaction's client: with per-object order, the rank raised and the
-   * lock freed too. True when `owner` still held `key`.
+   * Marks the event done on the transaction's client and commits (with per-object order, the rank
+   * raised and the lock freed too); rolls back and answers false when `owner` no longer held `key`.
    */
-  markDone(
+  commitDone(
     client: PoolClient,
     key: string,
     owner: string,
@@ -24,7 +24,7 @@ export interface TransactionRunnerOptions {
 
 /** The store's `runInTransaction` (see `IdempotencyStore.runInTransaction` in @payhook/core). */
 export function createTransactionRunner(options: TransactionRunnerOptions) {
-  const { pool, markDone, timeoutMs } = options;
+  const { pool, commitDone, timeoutMs } = options;
   const max = (pool as Pool & { options?: { max?: number } }).options?.max ?? 10;
   const slots = createSlots(Math.max(1, max - 2));
 
@@ -56,13 +56,7 @@ export function createTransactionRunner(options: TransactionRunnerOptions) {
         broken = true;
         throw error;
       }
-      const marked = await withTimeout('done mark', timeoutMs, () => markDone(open, key, owner, order));
-      if (!marked) {
-        await withTimeout('ROLLBACK', timeoutMs, () => open.query('ROLLBACK'));
-        return false;
-      }
-      await withTimeout('COMMIT', timeoutMs, () => open.query('COMMIT'));
-      return true;
+      return await withTimeout('done mark and COMMIT', timeoutMs, () => commitDone(open, key, owner, order));
     } catch (error) {
       broken = true;
       throw error;
