@@ -1,4 +1,4 @@
-import { joinBytes, utf8Bytes } from './bytes.js';
+import { utf8Bytes } from './bytes.js';
 import { canonicalSignedData } from './canonical-json.js';
 import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
 import {
@@ -351,8 +351,8 @@ export async function verifyEnvelopeAsync(
 
 /**
  * {@link matchingId} on the Web path: every id is tried, in JavaScript for a small message, else
- * by `subtle.verify` (hmac-web.ts). The signed bytes are joined at once, before any await: `tail`
- * may be a view into the lexical reader's buffers, which the next read reuses.
+ * by `subtle.verify` (hmac-web.ts), the signed bytes then copied before any await: `tail` may be a
+ * view into the lexical reader's buffers, which the next read reuses.
  */
 function matchingIdWeb(
   head: string,
@@ -360,7 +360,7 @@ function matchingIdWeb(
   businessIds: readonly string[],
   expected: Uint8Array,
 ): string | undefined | Promise<string | undefined> {
-  return then(firstMatchWeb(businessIds, joinBytes(head, tail), [expected]), (index) =>
+  return then(firstMatchWeb(businessIds, head, tail, [expected]), (index) =>
     index < 0 ? undefined : businessIds[index],
   );
 }

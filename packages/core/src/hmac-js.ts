@@ -34,23 +34,35 @@ const last = new Uint8Array(2 * BLOCK);
 const lastView = new DataView(last.buffer);
 const innerDigest = new Uint8Array(32);
 
+const EMPTY = new Uint8Array(0);
+
 /**
- * Hashes `message` into `state`, which holds the state after `before` bytes (whole blocks) were
- * hashed, and ends it with SHA-256's padding: a 1 bit, zeros, and the length in bits.
+ * Hashes `head` then `message` into `state`, which holds the state after `before` bytes (whole
+ * blocks) were hashed, and ends it with SHA-256's padding: a 1 bit, zeros, and the length in bits.
+ * The two parts are hashed as one without being joined first; `head` is shorter than a block.
  */
-function finish(message: Uint8Array, before: number): void {
+function finish(head: Uint8Array, message: Uint8Array, before: number): void {
   const n = message.length;
-  const whole = n - (n % BLOCK);
-  if (whole > 0) {
-    const view = new DataView(message.buffer, message.byteOffset, n);
-    for (let at = 0; at < whole; at += BLOCK) sha256Block(state, view, at);
+  let rest = head.length;
+  for (let k = 0; k < rest; k++) last[k] = head[k] as number;
+  // The first block is the head and as much of the message as fits; the rest of the message's
+  // whole blocks are read where they are.
+  const from = rest === 0 ? 0 : Math.min(BLOCK - rest, n);
+  for (let k = 0; k < from; k++) last[rest++] = message[k] as number;
+  if (rest === BLOCK) {
+    sha256Block(state, lastView, 0);
+    rest = 0;
   }
-  const rest = n - whole;
-  for (let k = 0; k < rest; k++) last[k] = message[whole + k] as number;
+  const whole = n - ((n - from) % BLOCK);
+  if (whole > from) {
+    const view = new DataView(message.buffer, message.byteOffset, n);
+    for (let at = from; at < whole; at += BLOCK) sha256Block(state, view, at);
+  }
+  for (let k = whole; k < n; k++) last[rest++] = message[k] as number;
   last[rest] = 0x80;
   const end = rest + 9 <= BLOCK ? BLOCK : 2 * BLOCK;
   last.fill(0, rest + 1, end - 8);
-  const bits = (before + n) * 8;
+  const bits = (before + head.length + n) * 8;
   lastView.setUint32(end - 8, Math.floor(bits / 0x100000000));
   lastView.setUint32(end - 4, bits >>> 0);
   sha256Block(state, lastView, 0);
@@ -72,7 +84,7 @@ function digestInto(into: Uint8Array): Uint8Array {
 /** The SHA-256 digest of `message` (a new array). */
 export function sha256Js(message: Uint8Array): Uint8Array {
   state.set(IV);
-  finish(message, 0);
+  finish(EMPTY, message, 0);
   return digestInto(new Uint8Array(32));
 }
 
@@ -100,19 +112,19 @@ function padsOf(key: HmacKey): PadStates {
   return pads;
 }
 
-/** HMAC-SHA256 of `message` under `key`, left in `state`. */
-function hmacState(key: HmacKey, message: Uint8Array): void {
+/** HMAC-SHA256 of `head` + `message` under `key`, left in `state`; `head` is shorter than a block. */
+function hmacState(key: HmacKey, head: Uint8Array, message: Uint8Array): void {
   const { inner, outer } = padsOf(key);
   state.set(inner);
-  finish(message, BLOCK);
+  finish(head, message, BLOCK);
   digestInto(innerDigest);
   state.set(outer);
-  finish(innerDigest, BLOCK);
+  finish(EMPTY, innerDigest, BLOCK);
 }
 
 /** HMAC-SHA256 of `message` under `key` (a new array of 32 bytes). */
 export function hmacJs(key: HmacKey, message: Uint8Array): Uint8Array {
-  hmacState(key, message);
+  hmacState(key, EMPTY, message);
   return digestInto(new Uint8Array(32));
 }
 
@@ -137,16 +149,28 @@ function stateEquals(expected: Uint8Array): boolean {
  * they differ; an `expected` of another length is false at once (lengths are not secret).
  */
 export function hmacEqualsJs(key: HmacKey, message: Uint8Array, expected: Uint8Array): boolean {
-  hmacState(key, message);
+  hmacState(key, EMPTY, message);
   return stateEquals(expected);
 }
 
 /**
- * Whether the HMAC-SHA256 of `message` under `key` is any of `expected`: hashed once, compared
- * with each as {@link hmacEqualsJs} compares, every one of them whatever the verdicts.
+ * Whether the HMAC-SHA256 of `head` + `message` under `key` is any of `expected`: hashed once, the
+ * two parts as one without being joined, compared with each as {@link hmacEqualsJs} compares, every
+ * one of them whatever the verdicts. A head of a block or more is joined to the message first.
  */
-export function hmacEqualsAnyJs(key: HmacKey, message: Uint8Array, expected: readonly Uint8Array[]): boolean {
-  hmacState(key, message);
+export function hmacEqualsAnyJs(
+  key: HmacKey,
+  head: Uint8Array,
+  message: Uint8Array,
+  expected: readonly Uint8Array[],
+): boolean {
+  if (head.length < BLOCK) hmacState(key, head, message);
+  else {
+    const joined = new Uint8Array(head.length + message.length);
+    joined.set(head);
+    joined.set(message, head.length);
+    hmacState(key, EMPTY, joined);
+  }
   let any = false;
   for (let j = 0; j < expected.length; j++) any = stateEquals(expected[j] as Uint8Array) || any;
   return any;

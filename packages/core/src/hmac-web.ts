@@ -1,4 +1,4 @@
-import { utf8Bytes } from './bytes.js';
+import { joinBytes, utf8Bytes } from './bytes.js';
 import type { HmacKey } from './hmac.js';
 import { hmacEqualsAnyJs, hmacEqualsJs, hmacJs } from './hmac-js.js';
 import { requireSubtle, type WebCryptoKey } from './platform.js';
@@ -74,17 +74,21 @@ export async function hmacVerifyWeb(
 }
 
 /**
- * The index of the first key whose HMAC-SHA256 of `message` is one of `expected`, or -1. Every pair
- * is compared, so the time taken says nothing about which one matched. At once (a number) for a
- * message hashed in JavaScript, else a promise of it; the same rule for `message` as
- * {@link hmacVerifyWeb}.
+ * The index of the first key whose HMAC-SHA256 of `head` + `tail` is one of `expected`, or -1.
+ * Every pair is compared, so the time taken says nothing about which one matched. At once (a
+ * number) for a message hashed in JavaScript, the two parts hashed as one without being joined;
+ * else a promise of it, the parts joined into bytes of its own before any await (`tail` may be a
+ * view of a buffer its owner reuses).
  */
 export function firstMatchWeb(
   keys: readonly HmacKey[],
-  message: Uint8Array,
+  head: string,
+  tail: string | Uint8Array,
   expected: readonly Uint8Array[],
 ): number | Promise<number> {
-  if (message.length > JS_HMAC_MAX_BYTES) {
+  // About the message's bytes: the head is short, and a UTF-16 unit of a text tail 1 to 3 bytes.
+  if (head.length + tail.length > JS_HMAC_MAX_BYTES) {
+    const message = joinBytes(head, tail);
     if (keys.length === 1 && expected.length === 1) {
       return hmacVerifyWeb(keys[0] as HmacKey, message, expected[0] as Uint8Array).then((ok) =>
         ok ? 0 : -1,
@@ -94,9 +98,11 @@ export function firstMatchWeb(
       keys.map((key) => Promise.all(expected.map((bytes) => hmacVerifyWeb(key, message, bytes)))),
     ).then((verdicts) => verdicts.findIndex((row) => row.includes(true)));
   }
+  const headBytes = utf8Bytes(head);
+  const tailBytes = typeof tail === 'string' ? utf8Bytes(tail) : tail;
   let found = -1;
   for (let k = 0; k < keys.length; k++) {
-    if (hmacEqualsAnyJs(keys[k] as HmacKey, message, expected) && found < 0) found = k;
+    if (hmacEqualsAnyJs(keys[k] as HmacKey, headBytes, tailBytes, expected) && found < 0) found = k;
   }
   return found;
 }

@@ -59,28 +59,15 @@ function parseGroups(text: string): number[] | undefined {
   return [...head, ...new Array<number>(missing).fill(0), ...tail];
 }
 
-/** The groups of `a:b:c` (none for the empty text), or undefined if one is empty, not hex or over 4 digits. */
+const HEX_GROUP = /^[0-9a-f]{1,4}$/i;
+
+/** The groups of `a:b:c` (none for the empty text), or undefined if one is not 1 to 4 hex digits. */
 function hexGroups(text: string): number[] | undefined {
   if (text === '') return [];
-  const groups: number[] = [];
-  let value = 0;
-  let digits = 0;
-  for (let i = 0; i <= text.length; i++) {
-    const c = i === text.length ? 0x3a : text.charCodeAt(i);
-    if (c === 0x3a) {
-      if (digits === 0) return undefined;
-      groups.push(value);
-      value = 0;
-      digits = 0;
-      continue;
-    }
-    const lower = c | 0x20;
-    const digit = c >= 0x30 && c <= 0x39 ? c - 0x30 : lower >= 0x61 && lower <= 0x66 ? lower - 0x57 : -1;
-    if (digit < 0) return undefined;
-    if (++digits > 4) return undefined;
-    value = value * 16 + digit;
-  }
-  return groups;
+  const groups = text.split(':');
+  return groups.every((group) => HEX_GROUP.test(group))
+    ? groups.map((group) => Number.parseInt(group, 16))
+    : undefined;
 }
 
 /**

@@ -67,15 +67,17 @@ export async function verifyWebhookSignatureAsync(
   const secrets = options.secrets ?? [];
   const publicKeys = publicKeysOf(options.publicKeys);
   const v1 = listV1Signatures(signature);
-  // The signed bytes, made once: the body may be a view its owner reuses after this call.
-  const content = joinBytes(signedHead(id, timestamp), body);
+  const head = signedHead(id, timestamp);
+  // The signed bytes for v1a, made before any await: the body may be a view its owner reuses
+  // after this call (firstMatchWeb copies its own before it awaits).
+  const content = publicKeys.length > 0 ? joinBytes(head, body) : undefined;
   const keys = secrets.map((s) => (typeof s === 'string' ? parseSigningSecret(s) : s).key);
   // Every pair is compared, as on Node.
-  const matching = firstMatchWeb(keys, content, v1);
+  const matching = firstMatchWeb(keys, head, body, v1);
   const found = typeof matching === 'number' ? matching : await matching;
   if (found >= 0) return matched(checked, 'v1', found);
   let listedV1a = 0;
-  if (publicKeys.length > 0) {
+  if (content !== undefined) {
     const signatures = listV1aSignatures(signature, MAX_LISTED);
     listedV1a = signatures.length;
     const index = await matchV1aAsync(publicKeys, signatures, content);

@@ -124,9 +124,28 @@ describe('hmacJs', () => {
     }
     expect(hmacEqualsJs(key, message, mac.subarray(0, 31))).toBe(false);
     expect(hmacEqualsJs(key, message, new Uint8Array([...mac, 0]))).toBe(false);
-    expect(hmacEqualsAnyJs(key, message, [mac.subarray(1), new Uint8Array(32), mac])).toBe(true);
-    expect(hmacEqualsAnyJs(key, message, [new Uint8Array(32)])).toBe(false);
-    expect(hmacEqualsAnyJs(key, message, [])).toBe(false);
+    const none = new Uint8Array(0);
+    expect(hmacEqualsAnyJs(key, none, message, [mac.subarray(1), new Uint8Array(32), mac])).toBe(true);
+    expect(hmacEqualsAnyJs(key, none, message, [new Uint8Array(32)])).toBe(false);
+    expect(hmacEqualsAnyJs(key, none, message, [])).toBe(false);
+  });
+
+  it('hashes a head and a message as one, without joining them, wherever the block boundaries fall', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 100 }),
+        fc.oneof(fc.uint8Array({ maxLength: 300 }), fc.uint8Array({ minLength: 1000, maxLength: 3000 })),
+        (head, message) => {
+          const key = 'a3f1c2d4-0000-4000-8000-000000000001';
+          const mac = new Uint8Array(createHmac('sha256', key).update(head).update(message).digest());
+          expect(hmacEqualsAnyJs(key, head, message, [mac])).toBe(true);
+          expect(hmacEqualsAnyJs(key, head, message, [mac.map((b, k) => (k === 31 ? b ^ 1 : b))])).toBe(
+            false,
+          );
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 });
 
@@ -142,10 +161,15 @@ describe('the Web path: JavaScript or Web Crypto by size, same verdicts', { time
     const mac = new Uint8Array(createHmac('sha256', secret.key).update(message).digest());
     expect(await hmacWeb(secret.key, message)).toEqual(mac);
     expect(await hmacVerifyWeb(secret.key, message, mac)).toBe(true);
-    const found = firstMatchWeb([other.key, secret.key], message, [new Uint8Array(32), mac]);
+    const head = 'evt_1.1800000000.';
+    const tail = message.subarray(head.length);
+    const found = firstMatchWeb([other.key, secret.key], head, tail, [new Uint8Array(32), mac.fill(0)]);
+    const signed = new Uint8Array(createHmac('sha256', secret.key).update(head).update(tail).digest());
     expect(typeof found).toBe(kind);
-    expect(await found).toBe(1);
-    expect(await firstMatchWeb([other.key], message, [mac])).toBe(-1);
+    expect(await found).toBe(-1);
+    expect(await firstMatchWeb([other.key, secret.key], head, tail, [new Uint8Array(32), signed])).toBe(1);
+    expect(await firstMatchWeb([other.key], head, tail, [signed])).toBe(-1);
+    expect(await firstMatchWeb([secret.key], head, tail, [signed])).toBe(0);
   });
 
   it('verifies bodies on either side of it as the Node path does', async () => {
