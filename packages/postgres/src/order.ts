@@ -3,9 +3,8 @@
 // holds its lock (the event's key and its attempts then). The lock is held while that claim lasts:
 // the event `processing` under a live lease in the inbox, claimed no more times since. So it needs
 // no renewal of its own: a holder that died frees it when its lease lapses.
-import type { ObjectLock, ObjectOrderStore, OrderedCompletion } from '@payhook/core';
-import type { PoolClient } from 'pg';
-import { NOW, type Statement, statement } from './statements.js';
+import type { ObjectLock, ObjectOrderStore } from '@payhook/core';
+import { guard, NOW, type Statement, statement } from './statements.js';
 
 /** The order's statements on the inbox `inbox` and its objects table `objects` (both qualified). */
 export function orderStatements(inbox: string, objects: string) {
@@ -124,57 +123,6 @@ export function createPostgresOrder(options: PostgresOrderOptions): ObjectOrderS
       return rows[0]?.n === 1;
     },
   };
-}
-
-/** What the guard of a done mark says when the owner no longer held the key. */
-const NOT_HELD = 'payhook: the event is no longer this owner';
-
-/** A final SELECT over the CTE `done` that fails (and so aborts the transaction) unless it has one row. */
-export const guard = `SELECT CASE WHEN (SELECT count(*) FROM done) = 1 THEN 1
-  ELSE ('${NOT_HELD} ' || (SELECT count(*) FROM done))::int END AS n`;
-
-/** The plain done mark `mark` (an UPDATE), guarded as {@link guard}. */
-export const guarded = (mark: string): string => `WITH done AS (${mark} RETURNING 1)\n${guard}`;
-
-/**
- * Marks the event done in the handler's transaction and commits, in one round trip: the guarded
- * mark (with per-object order, the ordered completion: rank raised, lock freed) and `COMMIT`, as one
- * simple query whose values are written as literals. If the owner no longer held the key the mark
- * fails, the `COMMIT` never runs, and the transaction is rolled back: false. True once committed.
- */
-export async function commitDone(
-  client: PoolClient,
-  marks: { plain: string; ordered: string },
-  retentionMs: number,
-  key: string,
-  owner: string,
-  order: OrderedCompletion | undefined,
-): Promise<boolean> {
-  const [text, values] =
-    order === undefined
-      ? [marks.plain, [key, owner, retentionMs]]
-      : [marks.ordered, [key, owner, retentionMs, objectId(key, order.object), order.rank ?? null]];
-  try {
-    await client.query(`${inline(client, text, values)};\nCOMMIT`);
-    return true;
-  } catch (error) {
-    if (!String((error as Error).message).includes(NOT_HELD)) throw error;
-    await client.query('ROLLBACK');
-    return false;
-  }
-}
-
-/** `text` with its parameters $1, $2... written as literals (strings escaped, numbers finite). */
-function inline(client: PoolClient, text: string, values: unknown[]): string {
-  return text.replace(/\$(\d+)/g, (_, n: string) => {
-    const value = values[Number(n) - 1];
-    if (value === null || value === undefined) return 'NULL';
-    if (typeof value === 'number') {
-      if (!Number.isFinite(value)) throw new TypeError(`Invalid number in a done mark: ${value}`);
-      return `(${value})`;
-    }
-    return client.escapeLiteral(String(value));
-  });
 }
 
 const LOST: ObjectLock = { status: 'lost' };

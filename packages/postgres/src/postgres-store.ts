@@ -6,10 +6,11 @@ import type {
   StoredEvent,
 } from '@payhook/core';
 import pg, { type Pool, type QueryResultRow } from 'pg';
+import { createCommitter } from './commit.js';
 import { type PostgresStoreOptions, resolveOptions } from './options.js';
-import { commitDone, createPostgresOrder, guarded, orderStatements } from './order.js';
+import { createPostgresOrder, orderStatements } from './order.js';
 import { migrateInbox, objectsName, qualifiedName } from './schema.js';
-import { type Statement, statements } from './statements.js';
+import { guarded, type Statement, statements } from './statements.js';
 import { withTimeout } from './timeout.js';
 import { createTransactionRunner } from './transaction.js';
 
@@ -92,7 +93,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   const name = qualifiedName(schema, table);
   const sql = statements(name);
   const orderSql = orderStatements(name, objectsName(schema, table));
-  const marks = { plain: guarded(sql.complete.text), ordered: orderSql.completeGuarded };
+  const committer = createCommitter({ plain: guarded(sql.complete.text), ordered: orderSql.completeGuarded });
 
   let migrated: Promise<void> | undefined;
   const createInbox = () => migrateInbox(pool, { schema, table });
@@ -120,7 +121,8 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     order: createPostgresOrder({ statements: orderSql, retentionMs, query }),
     runInTransaction: createTransactionRunner({
       pool,
-      commitDone: (client, key, owner, order) => commitDone(client, marks, retentionMs, key, owner, order),
+      begin: committer.begin,
+      commitDone: (client, key, owner, order) => committer.commitDone(client, retentionMs, key, owner, order),
       timeoutMs,
       ready,
     }),

@@ -92,3 +92,13 @@ RETURNING e.key, e.payload, e.business_id, e.attempts`,
 FROM ${name} WHERE key = $1 AND expires_at > ${NOW}`,
   };
 }
+
+/** What the guard of a done mark says when the owner no longer held the key. */
+export const NOT_HELD = 'payhook: the event is no longer this owner';
+
+/** A final SELECT over the CTE `done` that fails (and so aborts the transaction) unless it has one row. */
+export const guard = `SELECT CASE WHEN (SELECT count(*) FROM done) = 1 THEN 1
+  ELSE ('${NOT_HELD} ' || (SELECT count(*) FROM done))::int END AS n`;
+
+/** The plain done mark `mark` (an UPDATE), guarded as {@link guard}. */
+export const guarded = (mark: string): string => `WITH done AS (${mark} RETURNING 1)\n${guard}`;

@@ -7,6 +7,8 @@ import { withTimeout } from './timeout.js';
 /** What the transaction runner needs from its store. */
 export interface TransactionRunnerOptions {
   pool: Pool;
+  /** Opens the transaction on `client` (BEGIN, and whatever the commit needs prepared). */
+  begin(client: PoolClient): Promise<void>;
   /**
    * Marks the event done on the transaction's client and commits (with per-object order, the rank
    * raised and the lock freed too); rolls back and answers false when `owner` no longer held `key`.
@@ -24,7 +26,7 @@ export interface TransactionRunnerOptions {
 
 /** The store's `runInTransaction` (see `IdempotencyStore.runInTransaction` in @payhook/core). */
 export function createTransactionRunner(options: TransactionRunnerOptions) {
-  const { pool, commitDone, timeoutMs } = options;
+  const { pool, begin, commitDone, timeoutMs } = options;
   const max = (pool as Pool & { options?: { max?: number } }).options?.max ?? 10;
   const slots = createSlots(Math.max(1, max - 2));
 
@@ -49,7 +51,7 @@ export function createTransactionRunner(options: TransactionRunnerOptions) {
       // listener keeps it from crashing the process, and the connection is closed on release.
       client.on('error', onBroken);
       const open = client;
-      await withTimeout('BEGIN', timeoutMs, () => open.query('BEGIN'));
+      await withTimeout('BEGIN', timeoutMs, () => begin(open));
       try {
         await run(open);
       } catch (error) {

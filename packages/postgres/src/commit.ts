@@ -1,0 +1,78 @@
+// The end of a handler's transaction: the done mark and COMMIT in one round trip. The mark is a
+// statement prepared once per connection (PREPARE, with the transaction's BEGIN) and run with
+// EXECUTE in the same simple query as COMMIT; a guard makes it fail when the owner no longer holds
+// the event, so that COMMIT never runs and the transaction is rolled back.
+import { createHash } from 'node:crypto';
+import type { OrderedCompletion } from '@payhook/core';
+import type { PoolClient } from 'pg';
+import { objectId } from './order.js';
+import { NOT_HELD } from './statements.js';
+
+/** The guarded marks: `plain` ($1 key, $2 owner, $3 retentionMs) and `ordered` (+ $4 object id, $5 rank). */
+export interface DoneMarks {
+  plain: string;
+  ordered: string;
+}
+
+// The marks each connection has prepared, whichever store of its pool prepared them.
+const preparedOn = new WeakMap<PoolClient, Set<string>>();
+
+/** The start and the end of a handler's transaction, for the marks of one inbox. */
+export function createCommitter(marks: DoneMarks) {
+  const name = (label: string, text: string) =>
+    `payhook_${label}_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+  const plain = name('mark', marks.plain);
+  const ordered = name('ordered_mark', marks.ordered);
+  const prepare = `PREPARE ${plain} (text, text, bigint) AS ${marks.plain};
+PREPARE ${ordered} (text, text, bigint, text, double precision) AS ${marks.ordered};`;
+
+  return {
+    /** Opens the transaction, preparing the marks first on a connection that lacks them. */
+    async begin(client: PoolClient): Promise<void> {
+      const prepared = preparedOn.get(client);
+      if (prepared?.has(plain)) {
+        await client.query('BEGIN');
+        return;
+      }
+      await client.query(`${prepare}\nBEGIN`);
+      if (prepared) prepared.add(plain);
+      else preparedOn.set(client, new Set([plain]));
+    },
+
+    /**
+     * Marks the event done (with per-object order, the rank raised and the lock freed too) and
+     * commits, in one round trip. False, rolled back, if `owner` no longer held `key`.
+     */
+    async commitDone(
+      client: PoolClient,
+      retentionMs: number,
+      key: string,
+      owner: string,
+      order: OrderedCompletion | undefined,
+    ): Promise<boolean> {
+      const args =
+        order === undefined
+          ? `${plain}(${literal(client, key)}, ${literal(client, owner)}, ${retentionMs})`
+          : `${ordered}(${literal(client, key)}, ${literal(client, owner)}, ${retentionMs}, ${literal(
+              client,
+              objectId(key, order.object),
+            )}, ${rank(order.rank)})`;
+      try {
+        await client.query(`EXECUTE ${args};\nCOMMIT`);
+        return true;
+      } catch (error) {
+        if (!String((error as Error).message).includes(NOT_HELD)) throw error;
+        await client.query('ROLLBACK');
+        return false;
+      }
+    },
+  };
+}
+
+const literal = (client: PoolClient, value: string) => client.escapeLiteral(value);
+
+function rank(value: number | undefined): string {
+  if (value === undefined) return 'NULL';
+  if (!Number.isFinite(value)) throw new TypeError(`Invalid rank: ${value}`);
+  return `(${value})`;
+}
