@@ -1,4 +1,11 @@
 // @module-tag postgres
+import { context, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import {
   createReceiver,
   type HandlerContext,
@@ -15,7 +22,7 @@ import { connect, dropSchemas, randomSchema } from './postgres.js';
 
 // The receiver's promises with the PostgreSQL store: acknowledge first, effects and done mark in one
 // transaction (rolled back on a throw, a timeout, a lost lease), retries, dead letters and replay,
-// the bounded queue, drain on close, stats and metrics.
+// the bounded queue, drain on close, stats, metrics and traces.
 
 const BIZ = '3a9c1f7e-2b4d-4e6f-8a1b-5c7d9e0f2a3b';
 let pool: pg.Pool;
@@ -220,5 +227,31 @@ describe('a receiver on the PostgreSQL store', () => {
     await receiver.idle();
     expect(await rows(effects)).toEqual([{ event_key: key, attempt: 1 }]);
     expect(await store.get(key)).toMatchObject({ state: 'done', attempts: 2 });
+  });
+
+  it('traces each attempt with a span around its handlers, inside the transaction', async () => {
+    const { store, effects } = await setup();
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const contextManager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(contextManager);
+    try {
+      const receiver = receiverOn(store, { tracing: { tracer: provider.getTracer('payhook') } });
+      const spanIds: (string | undefined)[] = [];
+      receiver.onAny(async (_event, handlerContext) => {
+        spanIds.push(trace.getActiveSpan()?.spanContext().spanId);
+        await write(effects)(handlerContext);
+        if (handlerContext.attempt === 1) throw new Error('rolled back');
+      });
+      await deliver(receiver, createTestEvent('payment.session.succeeded', BIZ));
+      await receiver.idle();
+      const spans = exporter.getFinishedSpans().filter((span) => span.name.startsWith('payhook.handle '));
+      expect(spans.map((span) => span.attributes['payhook.outcome'])).toEqual(['retrying', 'processed']);
+      expect(spanIds).toEqual(spans.map((span) => span.spanContext().spanId));
+      expect(await rows(effects)).toHaveLength(1);
+    } finally {
+      context.disable();
+      await provider.shutdown();
+    }
   });
 });
