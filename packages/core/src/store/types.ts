@@ -1,6 +1,6 @@
 /**
- * The idempotency store contract (docs/design.md, "Work queue and store contract"). The memory store and
- * the Redis store implement it, and one conformance suite runs against both.
+ * The idempotency store contract (docs/design.md, "Work queue and store contract"). The memory store,
+ * the Redis store and the PostgreSQL store implement it, and one conformance suite runs against all.
  *
  * An event moves through these states under its key (business id + lower-cased checksum):
  * - `processing`: claimed by an owner under a lease; while the lease is live, duplicates are

@@ -10,7 +10,7 @@ const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * `order`) as a `describe` block: one lock per object, held by one event for as long as that
  * event's lease lives and freed by its completion, its failure or the lease's lapse; the rank
  * raised, never lowered, in the step that marks the event done; objects kept apart by business.
- * The memory store and the Redis store run it; a store of your own that has `order` should too,
+ * The memory, Redis and PostgreSQL stores run it; a store of your own that has `order` should too,
  * beside {@link describeStoreContract}, with the same factory.
  *
  * @example
