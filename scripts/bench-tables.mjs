@@ -158,7 +158,15 @@ function stores(r) {
   ]);
   if (rows.length === 0) throw new Error('no rows');
   return `${int(r.events)} events for events/s; ${int(r.rate)} events/s for ${int(r.seconds)} s for the acknowledgement latency. Targets: PostgreSQL >= 0.70x Redis, ack p99 <= 10 ms.\n\n${table(
-    ['store', 'instances', 'events/s', 'x Redis', `ack p50 at ${int(r.rate)}/s, ms`, 'ack p99, ms', 'not 200'],
+    [
+      'store',
+      'instances',
+      'events/s',
+      'x Redis',
+      `ack p50 at ${int(r.rate)}/s, ms`,
+      'ack p99, ms',
+      'not 200',
+    ],
     rows,
   )}`;
 }

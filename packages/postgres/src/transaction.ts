@@ -40,8 +40,8 @@ export function createTransactionRunner(options: TransactionRunnerOptions) {
     const release = await slots.take();
     let client: PoolClient | undefined;
     // A connection whose attempt failed is closed, not returned to the pool: a handler that timed
-    // out may still be sending statements on it.
-    let broken: Error | boolean = false;
+    // out may still be sending statements on it, and a commit that timed out may still land.
+    let broken = false;
     const onBroken = () => {
       broken = true;
     };
@@ -52,12 +52,7 @@ export function createTransactionRunner(options: TransactionRunnerOptions) {
       client.on('error', onBroken);
       const open = client;
       await withTimeout('BEGIN', timeoutMs, () => begin(open));
-      try {
-        await run(open);
-      } catch (error) {
-        broken = true;
-        throw error;
-      }
+      await run(open);
       return await withTimeout('done mark and COMMIT', timeoutMs, () => commitDone(open, key, owner, order));
     } catch (error) {
       broken = true;
