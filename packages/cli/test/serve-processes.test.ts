@@ -113,22 +113,19 @@ describe('payhook serve --processes', { timeout: 300_000 }, () => {
       const answeredBy = new Set(
         serve.out
           .split('\n')
-          .filter((line) => line.includes('"request completed"') && line.includes('/payment-sessions'))
+          .filter((line) => line.includes('"incoming request"') && line.includes('/payment-sessions'))
           .map((line) => (JSON.parse(line) as { pid: number }).pid),
       );
       expect([...answeredBy].sort()).toEqual([...first].sort());
 
-      // One killed: the primary starts another, and the sender goes on.
+      // One killed: the primary starts another, which listens, and the sender goes on.
+      const listening = () => serve.out.split('"msg":"Server listening at').length - 1;
+      expect(listening()).toBe(2);
       process.kill(first[0] as number, 'SIGKILL');
-      await expect
-        .poll(
-          () => {
-            const now = childrenOf(serve.child.pid);
-            return now.length === 2 && !now.includes(first[0] as number);
-          },
-          { timeout: 60_000 },
-        )
-        .toBe(true);
+      await expect.poll(listening, { timeout: 60_000 }).toBe(3);
+      const now = childrenOf(serve.child.pid);
+      expect(now).toHaveLength(2);
+      expect(now).not.toContain(first[0]);
       expect(serve.out).toContain('exited with signal SIGKILL: starting another');
       await create(40);
       await expect.poll(() => arrived.size, { timeout: 90_000 }).toBe(80);
@@ -138,9 +135,28 @@ describe('payhook serve --processes', { timeout: 300_000 }, () => {
       serve.child.kill('SIGTERM');
       expect(await exitCode(serve.child)).toBe(0);
       expect(childrenOf(primary)).toEqual([]);
+    } catch (error) {
+      // What the sender printed says why.
+      (error as Error).message +=
+        `\n--- payhook serve printed:\n${serve.out.slice(-4000)}${serve.err.slice(-2000)}`;
+      throw error;
     } finally {
       serve.child.kill('SIGKILL');
     }
+  });
+
+  it('stops a process asked to stop while it starts: a stop during a replacement leaves no process behind', async () => {
+    const serve = await startServe(databaseUrl, BIZ, ['--processes', '2'], ENV);
+    const [victim] = childrenOf(serve.child.pid);
+    process.kill(victim as number, 'SIGKILL');
+    // The replacement is forked (a second later) and still opening its pool when the stop comes.
+    await expect
+      .poll(() => childrenOf(serve.child.pid).filter((pid) => pid !== victim).length, { timeout: 30_000 })
+      .toBe(2);
+    const primary = serve.child.pid;
+    serve.child.kill('SIGTERM');
+    expect(await exitCode(serve.child)).toBe(0);
+    expect(childrenOf(primary)).toEqual([]);
   });
 
   it('refuses several processes on PGlite, and a count it cannot read, before anything is made', async () => {

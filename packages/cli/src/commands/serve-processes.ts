@@ -58,7 +58,8 @@ export interface ServeProcesses {
 /**
  * Forks `count` sender processes running `payhook serve <argv>` and resolves once every one listens.
  * A process that exits before then fails the start (its own error is on standard error); one that
- * exits later is replaced after a second, unless the primary is stopping.
+ * exits later is replaced after a second (longer, up to 30 s, while replacements keep dying within
+ * 10 s of their start), unless the primary is stopping.
  */
 export async function startServeProcesses(
   count: number,
@@ -73,38 +74,48 @@ export async function startServeProcesses(
   });
   const env = { ...io.env, [SERVE_PROCESS_ENV]: '1' };
   const live = new Set<Worker>();
+  /** Those of `live` that listen: they stop when asked; one still starting is sent SIGTERM. */
+  const listening = new Set<Worker>();
   let stopping = false;
   let started = false;
+  // Any process that exits before every one listens fails the start.
+  let failStart: (error: Error) => void = () => undefined;
+  const startFailed = new Promise<never>((_, reject) => {
+    failStart = reject;
+  });
+  startFailed.catch(() => undefined);
+  // A process that keeps dying at its start (its database away) is restarted less and less often.
+  let restartMs = 1000;
 
   const fork = (): Promise<string> => {
     const worker = cluster.fork(env);
+    const forkedAt = Date.now();
     live.add(worker);
-    return new Promise((resolve, reject) => {
-      worker.on('message', (message: FromProcess) => {
-        if (message?.type === 'listening') resolve(message.url);
-      });
-      worker.once('exit', (code, signal) => {
-        live.delete(worker);
-        const how = signal ? `signal ${signal}` : `code ${code}`;
-        if (!started) {
-          reject(
-            new CliError(`A sender process exited at its start (${how}); its error is above.`, EXIT.error),
-          );
-          return;
-        }
-        if (stopping) return;
-        say(
-          format,
-          io,
-          `A sender process (pid ${worker.process.pid}) exited with ${how}: starting another.`,
-          {
-            pid: worker.process.pid,
-            exit: how,
-          },
+    worker.once('exit', (code, signal) => {
+      live.delete(worker);
+      listening.delete(worker);
+      const how = signal ? `signal ${signal}` : `code ${code}`;
+      if (!started) {
+        failStart(
+          new CliError(`A sender process exited at its start (${how}); its error is above.`, EXIT.error),
         );
-        setTimeout(() => {
-          if (!stopping) fork().catch(() => undefined);
-        }, 1000).unref();
+        return;
+      }
+      if (stopping) return;
+      restartMs = Date.now() - forkedAt < 10_000 ? Math.min(2 * restartMs, 30_000) : 1000;
+      say(format, io, `A sender process (pid ${worker.process.pid}) exited with ${how}: starting another.`, {
+        pid: worker.process.pid,
+        exit: how,
+      });
+      setTimeout(() => {
+        if (!stopping) fork().catch(() => undefined);
+      }, restartMs).unref();
+    });
+    return new Promise((resolve) => {
+      worker.on('message', (message: FromProcess) => {
+        if (message?.type !== 'listening') return;
+        listening.add(worker);
+        resolve(message.url);
       });
     });
   };
@@ -117,8 +128,10 @@ export async function startServeProcesses(
           new Promise<void>((resolve) => {
             if (worker.isDead()) return resolve();
             worker.once('exit', () => resolve());
+            // One still starting may not hear a message yet, and holds no delivery to finish.
+            if (!listening.has(worker)) worker.process.kill('SIGTERM');
             // One already stopping on its own Ctrl-C may have closed its channel.
-            if (worker.isConnected()) worker.send({ type: 'stop' } satisfies ToProcess, () => undefined);
+            else if (worker.isConnected()) worker.send({ type: 'stop' } satisfies ToProcess, () => undefined);
           }),
       ),
     );
@@ -127,7 +140,7 @@ export async function startServeProcesses(
   try {
     // One after the other: each opens its pool and finds the schema made.
     let url = '';
-    for (let i = 0; i < count; i++) url = await fork();
+    for (let i = 0; i < count; i++) url = await Promise.race([fork(), startFailed]);
     started = true;
     return { url, count, stop };
   } catch (error) {

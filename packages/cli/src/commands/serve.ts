@@ -93,9 +93,12 @@ Examples:
       if (error instanceof SecretKeyError) throw new CliError(`${error.message} (${error.code})`);
       throw error;
     }
-    // Before the database and a key are made: a start that cannot listen leaves nothing behind.
-    // (A process of `--processes` shares the port its primary checked.)
-    const busy = isServeProcess(io.env) ? undefined : await listenProblem(config.host, config.port);
+    // A process of `--processes` listens for its primary's stop from its first moment: a stop sent
+    // while it starts is kept.
+    const primaryStops = isServeProcess(io.env) ? untilPrimaryStops() : undefined;
+    // Before the database and a key are made: a start that cannot listen leaves nothing behind (a
+    // process of `--processes` shares the port its primary checked).
+    const busy = primaryStops ? undefined : await listenProblem(config.host, config.port);
     if (busy) throw busy;
     const onPostgres = Boolean(
       values['database-url'] ?? (values['data-dir'] === undefined ? io.env.DATABASE_URL : undefined),
@@ -109,12 +112,12 @@ Examples:
       });
     }
     const database = await openStorage(values, io.env, config.databaseTimeouts);
-    if (isServeProcess(io.env)) {
+    if (primaryStops) {
       // One of the sender processes of `--processes`: the primary made the key and prints the rest.
       try {
         const one = await startOne(config, database, format, io);
         reportListening(one.url);
-        await Promise.race([untilPrimaryStops(), untilStopped(format, io)]);
+        await Promise.race([primaryStops, untilStopped(format, io)]);
         await one.stop();
       } finally {
         await database.close();
