@@ -23,7 +23,7 @@ import { describe, expect, it } from 'vitest';
 // import, and the bundle runs in a realm that has only Web APIs (no Buffer, no process, no
 // require), verifying checksums and signatures on Web Crypto with the verdicts of the Node path.
 // esbuild starts its own service process, hence the tag. The size of the bundle users get (from the
-// packed dist/, not these sources) is test/packaging/web-bundle.test.ts's.
+// packed tarballs, not these sources) is test/packaging/web-bundle.test.ts's.
 
 /** The esbuild that tsup uses (not a dependency of its own here). */
 interface Esbuild {
