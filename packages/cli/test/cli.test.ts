@@ -335,6 +335,8 @@ describe('payhook, the command', { timeout: 60_000 }, () => {
       forgedRefused: true,
       problems: [],
     });
+    // The event retried after the 503 goes to onStale when its payment's later event came first.
+    expect(summary.stale).toBeLessThanOrEqual(1);
     const plain = await payhookCli(['demo']);
     expect(plain.code).toBe(0);
     expect(plain.stdout).toContain('handled exactly once         10');

@@ -5,7 +5,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createReceiver, generateSigningSecret, silentLogger } from '@payhook/core';
+import { createReceiver, generateSigningSecret, type PayhookEvent, silentLogger } from '@payhook/core';
 import { createTestEvent, createTestRequest } from '@payhook/core/testing';
 import { type Command, EXIT, type Io, painter, parse, printJson } from '../command.js';
 
@@ -41,7 +41,9 @@ ignores DATABASE_URL and REDIS_URL): the reference sender on a temporary PGlite 
 an Express receiver (memory store) registered as its webhook URL. It creates a customer and a
 payment session for each payment method, captures them, completes four and fails one through
 the sandbox, and shows each event as it is delivered, verified and handled. The receiver drops
-the first delivery (503) to show a retry, and a forged event is refused. Then a summary.
+the first delivery (503) to show a retry (when the retried event arrives after a later event of
+its payment, per-payment order hands it to onStale instead of the handlers), and a forged event
+is refused. Then a summary.
 
 Exits 0 only if every event the sender lists in GET /events was delivered to the receiver,
 verified and handled exactly once (checked against the sender's own record); 1 otherwise.
@@ -123,7 +125,9 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
     /** Sessions whose line is printed, and the handled events' lines waiting for it. */
     const announced = new Set<string>();
     const waiting = new Map<string, (() => void)[]>();
-    receiver.onAny((event) => {
+    /** Events that came after a later one of their payment (the retried `created`): `onStale`'s. */
+    const stale = new Set<string>();
+    const handle = (event: PayhookEvent, late: boolean) => {
       const data = event.data as {
         id?: string;
         payment_method?: { type?: string } | null;
@@ -131,16 +135,25 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
       };
       const key = `${event.event} ${data.id}`;
       handled.set(key, (handled.get(key) ?? 0) + 1);
+      if (late) stale.add(key);
+      const outcome = late
+        ? c.yellow('stale: it came after a later event of its payment, so onStale took it')
+        : 'handled';
       const line = () =>
         say(
-          `  ${c.green('✓')} ${event.event.padEnd(26)} ${(payments.get(data.id ?? '')?.type ?? '?').padEnd(15)} delivered ${c.dim('→')} verified ${c.dim('→')} handled`,
+          `  ${c.green('✓')} ${event.event.padEnd(26)} ${(payments.get(data.id ?? '')?.type ?? '?').padEnd(15)} delivered ${c.dim('→')} verified ${c.dim('→')} ${outcome}`,
         );
       // An event can arrive before its session's line is printed (it is delivered as the session
       // is created): it waits for that line, so the story reads in order.
       const id = data.id ?? '';
       if (announced.has(id)) line();
       else waiting.set(id, [...(waiting.get(id) ?? []), line]);
-    });
+    };
+    // Per-payment order: an event older in its payment's lifecycle than one already handled (the
+    // `created` retried after its payment's `succeeded`) goes to onStale, not to the handlers, so
+    // the payment never moves back; it is still processed exactly once.
+    receiver.onAny((event) => handle(event, false));
+    receiver.onStale((event) => handle(event, true));
     let dropped = false;
     const app = express();
     app.use('/webhooks', (req, res, next) => {
@@ -279,6 +292,7 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
       delivered: events.filter((e) => e.delivery_status === 'delivered').length,
       verified: answers.get(200) ?? 0,
       handled: [...handled.values()].reduce((a, b) => a + b, 0),
+      stale: stale.size,
       retried,
       attempts,
       forgedRefused: refused === forgeries.length,
@@ -295,6 +309,7 @@ async function runDemo(io: Io, json: boolean): Promise<number> {
           'handled exactly once',
           String(events.filter((e) => handled.get(`${e.type} ${e.payment_id}`) === 1).length),
         ],
+        ['of them stale (onStale)', String(stale.size)],
         ['retried', `${summary.retried} (${summary.attempts} attempts in all)`],
         ['forged events refused', `${refused} of ${forgeries.length}`],
       ];
