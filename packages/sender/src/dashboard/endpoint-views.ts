@@ -160,7 +160,7 @@ ${failureBox(e)}
 <form class="row" method="post" action="${base}/status">${csrfField(context)}${
     e.status === 'enabled'
       ? html`<input type="hidden" name="status" value="disabled"><button type="submit" class="danger">Disable</button><span class="muted">Nothing is sent while disabled; pending deliveries are kept.</span>`
-      : html`<input type="hidden" name="status" value="enabled"><button type="submit" class="primary">Enable</button><span class="muted">Its kept deliveries resume, each with a fresh 48 hours.</span>`
+      : html`<input type="hidden" name="status" value="enabled"><button type="submit" class="primary">Enable</button><span class="muted">Its kept deliveries resume, each with a fresh 48 hours; events made while it was disabled are sent only by Recover.</span>`
   }</form>
 <dl><dt>Endpoint id</dt><dd class="mono">${e.id}</dd><dt>Events</dt><dd>${eventsOf(e.enabled_events)}</dd>
 <dt>Signature</dt><dd>${scheme(e.signature_scheme)}${e.secret_scope === 'account' ? ' · the business secrets' : ''}</dd>

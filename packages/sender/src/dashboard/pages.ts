@@ -12,7 +12,8 @@ const NOTICES: Record<string, (count: number) => string> = {
   no_webhook_urls: () => 'No webhook URL is registered: add one under Endpoints, then redeliver.',
   url_added: () => 'Endpoint added: new events it takes are delivered to it.',
   url_removed: () => 'Endpoint removed: new events are no longer delivered to it.',
-  endpoint_enabled: () => 'Endpoint enabled: its kept deliveries resume, each with a fresh 48 hours.',
+  endpoint_enabled: () =>
+    'Endpoint enabled: its kept deliveries resume, each with a fresh 48 hours. Events made while it was disabled are sent only by Recover, below.',
   endpoint_disabled: () => 'Endpoint disabled: nothing is sent to it; its pending deliveries are kept.',
   recovered: (n) => `Recovery queued ${n} deliver${n === 1 ? 'y' : 'ies'}, each with a fresh 48 hours.`,
   url_present: () => 'That webhook URL is registered already.',
