@@ -6,19 +6,22 @@
 // migrations then bring the seeded rows to its current schema, as a provider's upgrade would.
 import { Kysely, Migrator, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { initialMigrations } from '../packages/sender/src/db/migrations/initial.js';
+import { migrationProvider } from '../packages/sender/src/db/migrations.js';
+
+// The last migration of the sender's first release: the schema the seed's rows are shaped for.
+const FIRST_RELEASE = '0013_endpoint_failures';
 
 /**
- * Migrates the database at `url` with the sender's own migrations of its first release
- * (`initialMigrations`, never edited once shipped): the schema the seed's rows are shaped for.
+ * Migrates the database at `url` with the sender's own migrations of its first release (up to
+ * `FIRST_RELEASE`, never edited once shipped): the schema the seed's rows are shaped for.
  * Its names, in order.
  */
 export async function migrateToFirstRelease(url: string): Promise<string[]> {
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
   try {
-    const provider = { getMigrations: async () => initialMigrations };
-    const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+    const migrator = new Migrator({ db, provider: migrationProvider });
+    const { error, results } = await migrator.migrateTo(FIRST_RELEASE);
     if (error) throw error;
     return (results ?? []).map((r) => r.migrationName);
   } finally {

@@ -1,12 +1,46 @@
-import type { MigrationProvider } from 'kysely';
-import { historyMigrations } from './migrations/history.js';
-import { initialMigrations } from './migrations/initial.js';
+import type { Migration, MigrationProvider } from 'kysely';
+import { migration as m0001 } from './migrations/0001-keys-and-settings.js';
+import { migration as m0002 } from './migrations/0002-customers.js';
+import { migration as m0003 } from './migrations/0003-beneficiaries.js';
+import { migration as m0004 } from './migrations/0004-payments-and-outbox.js';
+import { migration as m0005 } from './migrations/0005-capture.js';
+import { migration as m0006 } from './migrations/0006-idempotency-keys.js';
+import { migration as m0007 } from './migrations/0007-delivery.js';
+import { migration as m0008 } from './migrations/0008-attempt-key.js';
+import { migration as m0009 } from './migrations/0009-signing-secrets.js';
+import { migration as m0010 } from './migrations/0010-delivery-instances.js';
+import { migration as m0011 } from './migrations/0011-dashboard-sessions.js';
+import { migration as m0012 } from './migrations/0012-webhook-endpoints.js';
+import { migration as m0013 } from './migrations/0013-endpoint-failures.js';
+import { migration as m0014 } from './migrations/0014-endpoint-attempt-hours.js';
+import { migration as m0015 } from './migrations/0015-endpoint-history.js';
 
 // Versioned migrations, applied in order at start and recorded by Kysely's migrator (which also
-// locks, so several sender instances starting on one PostgreSQL apply each migration once).
-// Never edit a migration that has shipped: add the next, in a file of `migrations/`.
+// locks, so several sender instances starting on one PostgreSQL apply each migration once). One
+// file each in `migrations/`, named by its number and purpose; the name recorded in
+// `kysely_migration` is the key below, and a database upgrades only while those stay as they
+// shipped. Never edit a migration that has shipped: add the next file and its line here. Indexes on
+// the tables delivery writes are not built by a migration but beside them, without a write lock
+// (`online-indexes.ts`).
+const migrations: Record<string, Migration> = {
+  '0001_keys_and_settings': m0001,
+  '0002_customers': m0002,
+  '0003_beneficiaries': m0003,
+  '0004_payments_and_outbox': m0004,
+  '0005_capture': m0005,
+  '0006_idempotency_keys': m0006,
+  '0007_delivery': m0007,
+  '0008_attempt_key': m0008,
+  '0009_signing_secrets': m0009,
+  '0010_delivery_instances': m0010,
+  '0011_dashboard_sessions': m0011,
+  '0012_webhook_endpoints': m0012,
+  '0013_endpoint_failures': m0013,
+  '0014_endpoint_attempt_hours': m0014,
+  '0015_endpoint_history': m0015,
+};
 
 /** The migrations, for Kysely's `Migrator`. */
 export const migrationProvider: MigrationProvider = {
-  getMigrations: async () => ({ ...initialMigrations, ...historyMigrations }),
+  getMigrations: async () => migrations,
 };

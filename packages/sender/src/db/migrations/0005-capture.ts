@@ -1,0 +1,14 @@
+import { type Kysely, type Migration, sql } from 'kysely';
+
+/** Migration 0005_capture, as it shipped: never edit it, add the next. */
+export const migration: Migration = {
+  async up(db: Kysely<unknown>) {
+    // Capture keeps the payment pending (the spec) and attaches the method's links or account.
+    await db.schema
+      .alterTable('payments')
+      .addColumn('captured_at', 'timestamptz')
+      .addColumn('auth_type', 'text')
+      .addColumn('links', 'jsonb', (c) => c.notNull().defaultTo(sql`'{}'::jsonb`))
+      .execute();
+  },
+};

@@ -1,0 +1,14 @@
+import type { Kysely, Migration } from 'kysely';
+
+/** Migration 0010_delivery_instances, as it shipped: never edit it, add the next. */
+export const migration: Migration = {
+  async up(db: Kysely<unknown>) {
+    // The running delivery workers, each renewing its row: their number and order decide which
+    // URLs each one sends to (docs/decisions.md, "The per-URL limit across instances").
+    await db.schema
+      .createTable('delivery_instances')
+      .addColumn('id', 'uuid', (c) => c.primaryKey())
+      .addColumn('seen_at', 'timestamptz', (c) => c.notNull())
+      .execute();
+  },
+};
