@@ -5,8 +5,8 @@ import { type Static, Type } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { Database } from '../db/database.js';
 import { ApiError } from '../errors.js';
-import { responseStored, storeResponse } from './idempotency.js';
-import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
+import { idempotentWrite } from './idempotency.js';
+import { listPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
 // The two request shapes of the interface (docs/service-interface.md, "Beneficiaries": the NGN
 // shape requires all six of its fields; the USD shape requires routing_number, rail, address and
@@ -139,16 +139,13 @@ export const beneficiaryRoutes: FastifyPluginAsync<{ database: Database }> = asy
       };
       // The beneficiary and the response stored under the request's Idempotency-Key commit
       // together: a process dying in between cannot leave one whose retry would make a second.
-      const response = { data };
-      await db.transaction().execute(async (tx) => {
+      return idempotentWrite(db, request, reply, 201, async (tx) => {
         await tx
           .insertInto('beneficiaries')
           .values({ id, business_id: businessId, mode, currency, data: JSON.stringify(data) })
           .execute();
-        await storeResponse(tx, request, reply, 201, response);
+        return { data };
       });
-      responseStored(request, 201);
-      return response;
     },
   );
 
@@ -164,18 +161,14 @@ export const beneficiaryRoutes: FastifyPluginAsync<{ database: Database }> = asy
     },
     async (request) => {
       const { businessId, mode } = request.principal;
-      const { rows, pagination } = await keysetPage(request.query, (where, order, limit) => {
-        let q = db
+      const { rows, pagination } = await listPage(
+        request.query,
+        db
           .selectFrom('beneficiaries')
           .select(['id', 'data', microsColumn.as('micros')])
           .where('business_id', '=', businessId)
-          .where('mode', '=', mode)
-          .orderBy('created_at', order)
-          .orderBy('id', order)
-          .limit(limit);
-        if (where) q = q.where(where);
-        return q.execute();
-      });
+          .where('mode', '=', mode),
+      );
       return { data: rows.map((r) => r.data), pagination };
     },
   );

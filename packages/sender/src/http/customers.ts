@@ -6,8 +6,8 @@ import type { Database } from '../db/database.js';
 import type { Schema } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { emailProblem } from './email.js';
-import { responseStored, storeResponse } from './idempotency.js';
-import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
+import { idempotentWrite } from './idempotency.js';
+import { listPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
 type CustomerRow = {
   id: string;
@@ -66,7 +66,7 @@ export const customerRoutes: FastifyPluginAsync<{ database: Database }> = async 
       }
       // The customer and the response stored under the request's Idempotency-Key commit together:
       // a process dying in between cannot leave a customer whose retry would make a second one.
-      const response = await db.transaction().execute(async (tx) => {
+      return idempotentWrite(db, request, reply, 201, async (tx) => {
         const row = await tx
           .insertInto('customers')
           .values({
@@ -80,12 +80,8 @@ export const customerRoutes: FastifyPluginAsync<{ database: Database }> = async 
           })
           .returning(CUSTOMER_COLUMNS)
           .executeTakeFirstOrThrow();
-        const created = { data: toCustomer(row) };
-        await storeResponse(tx, request, reply, 201, created);
-        return created;
+        return { data: toCustomer(row) };
       });
-      responseStored(request, 201);
-      return response;
     },
   );
 
@@ -101,18 +97,14 @@ export const customerRoutes: FastifyPluginAsync<{ database: Database }> = async 
     },
     async (request) => {
       const { businessId, mode } = request.principal;
-      const { rows, pagination } = await keysetPage<CustomerRow>(request.query, (where, order, limit) => {
-        let q = db
+      const { rows, pagination } = await listPage(
+        request.query,
+        db
           .selectFrom('customers')
           .select(CUSTOMER_COLUMNS)
           .where('business_id', '=', businessId)
-          .where('mode', '=', mode)
-          .orderBy('created_at', order)
-          .orderBy('id', order)
-          .limit(limit);
-        if (where) q = q.where(where);
-        return q.execute();
-      });
+          .where('mode', '=', mode),
+      );
       return { data: rows.map(toCustomer), pagination };
     },
   );

@@ -10,8 +10,8 @@ import { isHeld } from '../delivery/sql/held-deliveries.js';
 import { ApiError } from '../errors.js';
 import { UUID } from '../ids.js';
 import { isoMicros } from '../timestamps.js';
-import { responseStored, storeResponse } from './idempotency.js';
-import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
+import { idempotentWrite } from './idempotency.js';
+import { listPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
 const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'none'] as const;
 type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -209,19 +209,13 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database; retentionDays
           details: [{ field: 'payment_id', message: 'must be a UUID' }],
         });
       }
-      const { rows, pagination } = await keysetPage<EventRow>(request.query, (where, order, limit) => {
-        let q = selectEvents(db, businessId, mode)
-          .orderBy('created_at', order)
-          .orderBy('id', order)
-          .limit(limit);
-        if (type !== undefined) q = q.where('type', '=', type);
-        if (paymentId !== undefined) q = q.where('payment_id', '=', paymentId);
-        if (createdAfter !== undefined) q = q.where('created_at', '>=', createdAfter);
-        if (createdBefore !== undefined) q = q.where('created_at', '<', createdBefore);
-        if (status !== undefined) q = q.where(sql<SqlBool>`${deliveryStatus} = ${status}`);
-        if (where) q = q.where(where);
-        return q.execute();
-      });
+      let list = selectEvents(db, businessId, mode);
+      if (type !== undefined) list = list.where('type', '=', type);
+      if (paymentId !== undefined) list = list.where('payment_id', '=', paymentId);
+      if (createdAfter !== undefined) list = list.where('created_at', '>=', createdAfter);
+      if (createdBefore !== undefined) list = list.where('created_at', '<', createdBefore);
+      if (status !== undefined) list = list.where(sql<SqlBool>`${deliveryStatus} = ${status}`);
+      const { rows, pagination } = await listPage(request.query, list);
       return { data: rows.map(toEvent), pagination };
     },
   );
@@ -313,7 +307,9 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database; retentionDays
     },
     async (request, reply) => {
       const { businessId, mode } = request.principal;
-      const response = await db.transaction().execute(async (tx) => {
+      // Stored with the deliveries: a retry after a crash past the commit replays them, rather than
+      // making a second set.
+      return idempotentWrite(db, request, reply, 202, async (tx) => {
         // Held (key share) until the commit: a retention pass skips it, or had removed it first.
         const event = await findEvent(tx, request.params.id, businessId, mode, true);
         // The endpoints that take this event now (enabled, their filter naming its type).
@@ -325,19 +321,13 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database; retentionDays
           );
         }
         const ids = await redeliverEvent(tx, event.id, endpoints);
-        const response = {
+        return {
           data: {
             event_id: event.id,
             deliveries: endpoints.map(({ url }, i) => ({ id: ids[i] as string, url })),
           },
         };
-        // Stored with the deliveries: a retry after a crash past the commit replays them, rather
-        // than making a second set.
-        await storeResponse(tx, request, reply, 202, response);
-        return response;
       });
-      responseStored(request, 202);
-      return response;
     },
   );
 
@@ -357,14 +347,9 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database; retentionDays
       const { businessId, mode } = request.principal;
       const since = readTime(request.body.since, 'since');
       const until = request.body.until === undefined ? new Date() : readTime(request.body.until, 'until');
-      const response = await db.transaction().execute(async (tx) => {
-        const redelivered = await redeliverFailed(tx, { businessId, mode, since, until });
-        const response = { data: { redelivered } };
-        await storeResponse(tx, request, reply, 202, response);
-        return response;
-      });
-      responseStored(request, 202);
-      return response;
+      return idempotentWrite(db, request, reply, 202, async (tx) => ({
+        data: { redelivered: await redeliverFailed(tx, { businessId, mode, since, until }) },
+      }));
     },
   );
 };

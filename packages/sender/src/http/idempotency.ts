@@ -214,3 +214,60 @@ export function responseUpdate(
 export function responseStored(request: FastifyRequest, status: number): void {
   if (request.idempotencyKey !== undefined) request.idempotencyStored = status;
 }
+
+/** Stores `response` under the request's Idempotency-Key as the answer of `status`, in the write's transaction. */
+export type StoreAnswer = <T>(status: number, response: T) => Promise<T>;
+
+/**
+ * Runs `work` in one transaction whose answer is stored under the request's Idempotency-Key in
+ * that same commit: `work` calls `store(status, response)` for the outcome it answers (or does
+ * not, when nothing it changed is to be replayed). After the commit the stored status is
+ * recorded, so that the `onSend` hook does not store the same bytes again; a rolled-back
+ * transaction records nothing. A process dying after the commit leaves the key replaying the
+ * answer, rather than running the request a second time.
+ *
+ * @example
+ * ```ts
+ * const result = await storedTransaction(db, request, reply, async (tx, store) => {
+ *   if (expired) { await expire(tx); await store(409, error.toJSON()); return 'expired' as const; }
+ *   return store(200, { data: await capture(tx) });
+ * });
+ * ```
+ */
+export async function storedTransaction<T>(
+  db: Kysely<Schema>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  work: (tx: Transaction<Schema>, store: StoreAnswer) => Promise<T>,
+): Promise<T> {
+  let stored: number | undefined;
+  const result = await db.transaction().execute((tx) =>
+    work(tx, async (status, response) => {
+      await storeResponse(tx, request, reply, status, response);
+      stored = status;
+      return response;
+    }),
+  );
+  if (stored !== undefined) responseStored(request, stored);
+  return result;
+}
+
+/**
+ * The idempotent write of a POST route: `write` makes its change in a transaction and returns
+ * the response, which is stored under the request's Idempotency-Key in the same commit and
+ * answered with `status` (see {@link storedTransaction}).
+ *
+ * @example
+ * ```ts
+ * return idempotentWrite(db, request, reply, 201, async (tx) => ({ data: await insertCustomer(tx, body) }));
+ * ```
+ */
+export function idempotentWrite<T>(
+  db: Kysely<Schema>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  write: (tx: Transaction<Schema>) => Promise<T>,
+): Promise<T> {
+  return storedTransaction(db, request, reply, async (tx, store) => store(status, await write(tx)));
+}

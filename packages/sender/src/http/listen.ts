@@ -11,7 +11,7 @@ import { recordListenerAttempts } from '../listen/record.js';
 import { eventTail, type TailedEvent } from '../listen/tail.js';
 import { signingKeyring } from '../signing/keyring.js';
 import { VERSION } from '../version.js';
-import { responseStored, storeResponse } from './idempotency.js';
+import { idempotentWrite } from './idempotency.js';
 import { microsColumn, type Position } from './pagination.js';
 
 /** How long after a listener's last event it may reconnect and get what it missed: 5 minutes. */
@@ -356,7 +356,7 @@ export const listenRoutes: FastifyPluginAsync<{ database: Database }> = async (a
         });
       }
       // The response is stored under an Idempotency-Key in the transaction of the write.
-      const response = await db.transaction().execute(async (tx) => {
+      return idempotentWrite(db, request, reply, 200, async (tx) => {
         const written = await recordListenerAttempts(
           tx,
           { businessId, mode },
@@ -372,12 +372,8 @@ export const listenRoutes: FastifyPluginAsync<{ database: Database }> = async (a
             error: a.error,
           })),
         );
-        const response = { data: { recorded: written.length } };
-        await storeResponse(tx, request, reply, 200, response);
-        return response;
+        return { data: { recorded: written.length } };
       });
-      responseStored(request, 200);
-      return response;
     },
   );
 };

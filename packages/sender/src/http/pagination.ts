@@ -1,3 +1,4 @@
+import { type SelectQueryBuilder, sql } from 'kysely';
 import { type Static, Type } from 'typebox';
 import { type Position, positionCondition } from '../db/keyset.js';
 import { ApiError } from '../errors.js';
@@ -127,4 +128,25 @@ export async function keysetPage<Row extends Position>(
       limit: page.limit,
     },
   };
+}
+
+/**
+ * One page of a list route (see {@link keysetPage}) read with `rows`: a SELECT of the list's rows
+ * (of the key's business and mode, with the route's filters, selecting `micros` and `id`), to
+ * which the page adds its order on (created_at, id), its bound and its limit.
+ *
+ * @example
+ * ```ts
+ * const rows = db.selectFrom('customers').select(['id', microsColumn.as('micros')]).where('mode', '=', mode);
+ * const { rows: page, pagination } = await listPage(request.query, rows);
+ * ```
+ */
+export function listPage<DB, TB extends keyof DB, Row extends Position>(
+  query: PageQuery,
+  rows: SelectQueryBuilder<DB, TB, Row>,
+): ReturnType<typeof keysetPage<Row>> {
+  return keysetPage<Row>(query, (where, order, limit) => {
+    const page = rows.orderBy(sql.ref('created_at'), order).orderBy(sql.ref('id'), order).limit(limit);
+    return (where ? page.where(where) : page).execute() as Promise<Row[]>;
+  });
 }

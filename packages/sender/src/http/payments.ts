@@ -13,7 +13,7 @@ import type { Payment } from '../payments/payment.js';
 import { isoMicros } from '../timestamps.js';
 import { emailProblem } from './email.js';
 import { responseStored, responseUpdate } from './idempotency.js';
-import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
+import { listPage, microsColumn, PageQuery, Pagination } from './pagination.js';
 
 /** Payment method types accepted on creation; the spelling `crypto address` is normalized. */
 const METHOD_TYPES = ['card', 'bank_account', 'etransfer', 'wallet', 'crypto_address'] as const;
@@ -317,19 +317,13 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
     async (request) => {
       const { businessId, mode } = request.principal;
       const status = request.query.status;
-      const { rows, pagination } = await keysetPage(request.query, (where, order, limit) => {
-        let q = db
-          .selectFrom('payments')
-          .select(['id', 'data', 'expires_at', 'auth_type', 'links', microsColumn.as('micros')])
-          .where('business_id', '=', businessId)
-          .where('mode', '=', mode)
-          .orderBy('created_at', order)
-          .orderBy('id', order)
-          .limit(limit);
-        if (status) q = q.where('status', '=', status as (typeof STATUSES)[number]);
-        if (where) q = q.where(where);
-        return q.execute();
-      });
+      let list = db
+        .selectFrom('payments')
+        .select(['id', 'data', 'expires_at', 'auth_type', 'links', microsColumn.as('micros')])
+        .where('business_id', '=', businessId)
+        .where('mode', '=', mode);
+      if (status) list = list.where('status', '=', status as (typeof STATUSES)[number]);
+      const { rows, pagination } = await listPage(request.query, list);
       return {
         data: rows.map((r) =>
           envelope(r.data as Payment, new Date(r.expires_at), { auth_type: r.auth_type, links: r.links }),

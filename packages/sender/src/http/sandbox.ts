@@ -13,14 +13,17 @@ import {
   settleSession,
 } from '../payments/session-state.js';
 import { expireSession } from '../sweeper.js';
-import { responseStored, storeResponse } from './idempotency.js';
+import { idempotentWrite, storedTransaction } from './idempotency.js';
 import { envelope, SessionEnvelopeSchema } from './payments.js';
 
 const Answer = { 200: Type.Object({ data: SessionEnvelopeSchema }) };
 // These routes take no body; an empty JSON object (or none at all) is accepted.
 const NoBody = Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]);
 
-const capture = (row: SessionRow) => ({ auth_type: row.auth_type, links: row.links });
+/** The answer of a sandbox route: the payment as it now is, with its session's capture. */
+const answer = (payment: Payment, row: SessionRow, expiresAt = new Date(row.expires_at)) => ({
+  data: envelope(payment, expiresAt, { auth_type: row.auth_type, links: row.links }),
+});
 
 /** A sandbox completion's outcome: the customer pays, or their payment fails. */
 export const SandboxOutcome = Type.Union([Type.Literal('succeeded'), Type.Literal('failed')]);
@@ -71,7 +74,7 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
       const { outcome, settle = true } = request.body;
       // The response is stored under the Idempotency-Key in the transaction that makes the last
       // change: the first one when it is also the last (a failure, or settle: false).
-      const first = await db.transaction().execute(async (tx) => {
+      const first = await storedTransaction(db, request, reply, async (tx, store) => {
         const row = await lockSession(tx, request.params.payment_id, businessId, mode);
         if (row.captured_at === null)
           throw new ApiError('not_captured', 'Capture the session before completing it.');
@@ -80,28 +83,18 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
         const payment =
           outcome === 'failed' ? await failSession(tx, row, 'payment_failed') : await receiveFunds(tx, row);
         if (payment.status !== 'captured' || !settle) {
-          const response = { data: envelope(payment, new Date(row.expires_at), capture(row)) };
-          await storeResponse(tx, request, reply, 200, response);
-          return { response };
+          return { response: await store(200, answer(payment, row)) };
         }
         return { row };
       });
-      if ('response' in first) {
-        responseStored(request, 200);
-        return first.response;
-      }
+      if ('response' in first) return first.response;
       // Funds received is committed on its own, so `captured` is a state a reader can meet; then
       // the payment is credited to the business in a second transaction, with its event.
-      const response = await db.transaction().execute(async (tx) => {
+      return idempotentWrite(db, request, reply, 200, async (tx) => {
         const row = await lockSession(tx, first.row.id, businessId, mode);
         // Settled meanwhile by the settle route: answer the payment as it is.
-        const payment = row.status === 'captured' ? await settleSession(tx, row) : (row.data as Payment);
-        const settled = { data: envelope(payment, new Date(row.expires_at), capture(row)) };
-        await storeResponse(tx, request, reply, 200, settled);
-        return settled;
+        return answer(row.status === 'captured' ? await settleSession(tx, row) : (row.data as Payment), row);
       });
-      responseStored(request, 200);
-      return response;
     },
   );
 
@@ -117,7 +110,7 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
     },
     async (request, reply) => {
       const { businessId, mode } = request.principal;
-      const response = await db.transaction().execute(async (tx) => {
+      return idempotentWrite(db, request, reply, 200, async (tx) => {
         const row = await lockInState(
           tx,
           request.params.payment_id,
@@ -126,13 +119,8 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
           'captured',
           'only a captured payment (funds received) can be settled',
         );
-        const payment = await settleSession(tx, row);
-        const settled = { data: envelope(payment, new Date(row.expires_at), capture(row)) };
-        await storeResponse(tx, request, reply, 200, settled);
-        return settled;
+        return answer(await settleSession(tx, row), row);
       });
-      responseStored(request, 200);
-      return response;
     },
   );
 
@@ -148,7 +136,7 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
     },
     async (request, reply) => {
       const { businessId, mode } = request.principal;
-      const response = await db.transaction().execute(async (tx) => {
+      return idempotentWrite(db, request, reply, 200, async (tx) => {
         const row = await lockInState(
           tx,
           request.params.payment_id,
@@ -160,13 +148,8 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
         const now = new Date();
         const expiresAt = new Date(row.expires_at) < now ? new Date(row.expires_at) : now;
         await tx.updateTable('payments').set({ expires_at: expiresAt }).where('id', '=', row.id).execute();
-        const payment = await expireSession(tx, row);
-        const expired = { data: envelope(payment, expiresAt, capture(row)) };
-        await storeResponse(tx, request, reply, 200, expired);
-        return expired;
+        return answer(await expireSession(tx, row), row, expiresAt);
       });
-      responseStored(request, 200);
-      return response;
     },
   );
 };

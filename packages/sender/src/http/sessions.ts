@@ -6,7 +6,7 @@ import { ApiError } from '../errors.js';
 import type { Payment } from '../payments/payment.js';
 import { failSession, lockSession } from '../payments/session-state.js';
 import { expireSession } from '../sweeper.js';
-import { responseStored, storeResponse } from './idempotency.js';
+import { storedTransaction } from './idempotency.js';
 import { envelope, SessionEnvelopeSchema } from './payments.js';
 import { sandboxRoutes } from './sandbox.js';
 import { sandboxPages } from './sandbox-pages.js';
@@ -60,11 +60,7 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
       const expired = new ApiError('session_expired', 'The session expired; create a new one.');
       // Every outcome that changes the payment is stored under the Idempotency-Key in its
       // transaction: a retry after a crash past the commit replays it, rather than meeting a 409.
-      const result = await db.transaction().execute(async (tx) => {
-        const answer = async <T>(response: T): Promise<T> => {
-          await storeResponse(tx, request, reply, 200, response);
-          return response;
-        };
+      const result = await storedTransaction(db, request, reply, async (tx, store) => {
         const row = await lockSession(tx, request.params.payment_id, businessId, mode);
         if (row.status !== 'pending' || row.captured_at !== null) {
           throw new ApiError(
@@ -75,7 +71,7 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
         if (new Date(row.expires_at).getTime() <= Date.now()) {
           // Failed and committed (with its event) before the 409 is answered.
           await expireSession(tx, row);
-          await storeResponse(tx, request, reply, 409, expired.toJSON());
+          await store(409, expired.toJSON());
           return 'expired' as const;
         }
         const payment = row.data as Payment;
@@ -122,7 +118,7 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
               });
             if (card.number === CARD_DECLINED) {
               const failed = await failSession(tx, row, 'card_declined');
-              return answer({ data: envelope(failed, new Date(row.expires_at)) });
+              return store(200, { data: envelope(failed, new Date(row.expires_at)) });
             }
             authType = '3ds';
             links = { redirect_url: sandbox('3ds') };
@@ -147,13 +143,11 @@ export const sessionRoutes: FastifyPluginAsync<{ database: Database }> = async (
           })
           .where('id', '=', row.id)
           .execute();
-        return answer({ data: envelope(captured, new Date(row.expires_at), { auth_type: authType, links }) });
+        return store(200, {
+          data: envelope(captured, new Date(row.expires_at), { auth_type: authType, links }),
+        });
       });
-      if (result === 'expired') {
-        responseStored(request, 409);
-        throw expired;
-      }
-      responseStored(request, 200);
+      if (result === 'expired') throw expired;
       return result;
     },
   );

@@ -8,7 +8,7 @@ import {
   MAX_ROTATION_OVERLAP_SECONDS,
   rotateSigningSecret,
 } from '../signing/secrets.js';
-import { responseStored, storeResponse } from './idempotency.js';
+import { idempotentWrite } from './idempotency.js';
 
 /** A business-wide signing secret as the API shows it. */
 export const SigningSecret = Type.Object(
@@ -89,13 +89,10 @@ export const signingSecretRoutes: FastifyPluginAsync<{ database: Database }> = a
     async (request, reply) => {
       const overlap = request.body?.overlap_seconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
       reply.header('cache-control', 'no-store');
-      const response = await db.transaction().execute(async (tx) => {
+      const response = await idempotentWrite(db, request, reply, 200, async (tx) => {
         await rotateSigningSecret(tx, request.principal, overlap);
-        const response = { data: await listSigningSecrets(tx, request.principal) };
-        await storeResponse(tx, request, reply, 200, response);
-        return response;
+        return { data: await listSigningSecrets(tx, request.principal) };
       });
-      responseStored(request, 200);
       signingKeyring(database).invalidate(request.principal);
       return response;
     },

@@ -1,12 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { Database } from '../db/database.js';
+import { rotateSecret } from '../endpoints/lifecycle.js';
 import { getEndpoint } from '../endpoints/store.js';
 import { ApiError } from '../errors.js';
-import { listEndpointSecrets, rotateEndpointSecret } from '../signing/endpoint-secrets.js';
+import { listEndpointSecrets } from '../signing/endpoint-secrets.js';
 import { signingKeyring } from '../signing/keyring.js';
 import { DEFAULT_ROTATION_OVERLAP_SECONDS, listSigningSecrets } from '../signing/secrets.js';
-import { responseStored, storeResponse } from './idempotency.js';
+import { idempotentWrite } from './idempotency.js';
 import { RotateBody } from './signing-secrets.js';
 
 const EndpointSecret = Type.Object(
@@ -81,7 +82,7 @@ export const endpointSecretRoutes: FastifyPluginAsync<{ database: Database }> = 
     async (request, reply) => {
       const overlap = request.body?.overlap_seconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
       reply.header('cache-control', 'no-store');
-      const response = await db.transaction().execute(async (tx) => {
+      const response = await idempotentWrite(db, request, reply, 200, async (tx) => {
         const endpoint = await getEndpoint(tx, request.principal, request.params.id);
         if (endpoint.account_secrets) {
           throw new ApiError(
@@ -89,12 +90,9 @@ export const endpointSecretRoutes: FastifyPluginAsync<{ database: Database }> = 
             'This endpoint is signed with the business secrets: rotate them with POST /accounts/signing-secrets/rotate.',
           );
         }
-        await rotateEndpointSecret(tx, endpoint.id, endpoint.signature_scheme, overlap);
-        const response = { data: await listEndpointSecrets(tx, endpoint.id, endpoint.signature_scheme) };
-        await storeResponse(tx, request, reply, 200, response);
-        return response;
+        await rotateSecret(tx, endpoint, overlap);
+        return { data: await listEndpointSecrets(tx, endpoint.id, endpoint.signature_scheme) };
       });
-      responseStored(request, 200);
       signingKeyring(database).invalidateEndpoint(request.params.id);
       return response;
     },
