@@ -5,7 +5,8 @@
 //     types is still two files that cannot be read apart),
 //   - a source file over MAX_LINES lines, and
 //   - an import that runs upward between the directories of a package that has LAYERS (the
-//     sender's, drawn in docs/architecture.md, "The sender's layers"), or a directory without a layer.
+//     sender's, drawn in docs/architecture.md, "The sender's layers"), or a directory without a layer,
+//   - a statement that writes a table outside the modules that own its writes (WRITERS).
 // Relative imports only: packages depend on each other through their public entry points, and the
 // workspace's dependency order already rules out cycles between packages.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -20,11 +21,24 @@ export const LAYERS = {
   sender: [
     ['db', 'net'],
     ['signing'],
-    ['auth', 'endpoints'],
-    ['delivery'],
+    ['auth'],
+    // One layer: an endpoint's lifecycle drives its deliveries' states (hold, resume, the
+    // deleted-endpoint exit), and the fan-out and the worker read its filter and rate limit.
+    ['delivery', 'endpoints'],
     ['payments', 'listen'],
     ['http', 'dashboard'],
   ],
+};
+// Per package, the tables whose writes have one owner: the paths under `src` (a directory ends
+// with `/`) that may hold a statement writing each. Every other module reads them only. The
+// deliveries' transitions are the statements of delivery/sql/, exported by delivery-state.ts
+// (docs/architecture.md, "A delivery's life"); an endpoint's row is written by endpoints/ (its
+// lifecycle) and by the migrations that made or backfill it.
+export const WRITERS = {
+  sender: {
+    deliveries: ['delivery/sql/', 'delivery/delivery-state.ts'],
+    webhook_endpoints: ['endpoints/', 'db/migrations.ts', 'db/migrations/'],
+  },
 };
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const IMPORT =
@@ -86,8 +100,27 @@ function cycles(graph) {
   return found;
 }
 
+/** A statement of Kysely's builder or of raw SQL that writes `table`. */
+const writing = (table) =>
+  new RegExp(
+    `\\b(?:insertInto|updateTable|deleteFrom)\\(\\s*['"\`]${table}['"\`]|\\b(?:insert\\s+into|update|delete\\s+from)\\s+${table}\\b`,
+    'i',
+  );
+
+/** `text` without its comments: prose may name a statement it does not run. */
+const code = (text) => text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+
+/** The tables of `owners` that `file` (a path under `src`, with `/`) writes without owning them. */
+function strayWrites(file, text, owners) {
+  const body = code(text);
+  return Object.entries(owners)
+    .filter(([, paths]) => !paths.some((p) => (p.endsWith('/') ? file.startsWith(p) : file === p)))
+    .filter(([table]) => writing(table).test(body))
+    .map(([table, paths]) => `${table} (only ${paths.join(', ')} may)`);
+}
+
 /** What is wrong with the sources of the packages under `<base>/packages`, one line each. */
-export function structureProblems(base = root, layering = LAYERS) {
+export function structureProblems(base = root, layering = LAYERS, writers = WRITERS) {
   const problems = [];
   const packagesDir = join(base, 'packages');
   for (const pkg of readdirSync(packagesDir)) {
@@ -118,6 +151,10 @@ export function structureProblems(base = root, layering = LAYERS) {
       const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
       if (lines > MAX_LINES) {
         problems.push(`${relative(base, file)}: ${lines} lines (at most ${MAX_LINES}: split it by concern)`);
+      }
+      const inSrc = relative(src, file).split(/[\\/]/).join('/');
+      for (const table of strayWrites(inSrc, text, writers[pkg] ?? {})) {
+        problems.push(`${relative(base, file)} writes ${table}`);
       }
       const edges = [];
       for (const match of text.matchAll(IMPORT)) {
@@ -154,5 +191,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     for (const problem of problems) console.error(`check-structure: ${problem}`);
     process.exit(1);
   }
-  console.log('check-structure: no import cycles, no source file over 400 lines, no import up a layer');
+  console.log(
+    'check-structure: no import cycles, no source file over 400 lines, no import up a layer, no table written outside its owners',
+  );
 }

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LAYERS, structureProblems } from '../scripts/check-structure.mjs';
+import { LAYERS, structureProblems, WRITERS } from '../scripts/check-structure.mjs';
 
 const made: string[] = [];
 afterEach(() => {
@@ -78,6 +78,7 @@ describe('check-structure: the layers of a package', () => {
         'signing',
         'auth',
         'delivery',
+        'endpoints',
         'payments',
         'listen',
         'http',
@@ -85,5 +86,43 @@ describe('check-structure: the layers of a package', () => {
       ]),
     );
     expect(structureProblems().filter((p) => p.includes('layer'))).toEqual([]);
+  });
+});
+
+describe('check-structure: the tables with one writer', () => {
+  it('refuses a statement that writes deliveries or webhook_endpoints outside their owners, however it is written', () => {
+    const base = repo({
+      'sender/src/delivery/sql/set-due.ts': 'const s = sql`update deliveries set x = 1`;\n',
+      'sender/src/delivery/delivery-state.ts': "export { s } from './sql/set-due.js';\n",
+      'sender/src/endpoints/store.ts': "const q = db.updateTable('webhook_endpoints');\n",
+      'sender/src/db/migrations/0001.ts': 'const m = sql`insert into webhook_endpoints (url) values (1)`;\n',
+      // the query builder, raw SQL over lines and in any case, a CTE's delete all count
+      'sender/src/endpoints/lifecycle.ts': "await tx\n  .updateTable(\n    'deliveries'\n  ).set({});\n",
+      'sender/src/listen/record.ts': 'sql`with d as (\n  INSERT INTO\n   deliveries (id) select 1)`;\n',
+      'sender/src/delivery/rate-limit.ts': 'sql`with t as (update webhook_endpoints e set n = 1)`;\n',
+      'sender/src/http/settings.ts': "db.deleteFrom('webhook_endpoints');\nsql`delete from deliveries`;\n",
+    });
+    expect(structureProblems(base).sort()).toEqual([
+      'packages/sender/src/delivery/rate-limit.ts writes webhook_endpoints (only endpoints/, db/migrations.ts, db/migrations/ may)',
+      'packages/sender/src/endpoints/lifecycle.ts writes deliveries (only delivery/sql/, delivery/delivery-state.ts may)',
+      'packages/sender/src/http/settings.ts writes deliveries (only delivery/sql/, delivery/delivery-state.ts may)',
+      'packages/sender/src/http/settings.ts writes webhook_endpoints (only endpoints/, db/migrations.ts, db/migrations/ may)',
+      'packages/sender/src/listen/record.ts writes deliveries (only delivery/sql/, delivery/delivery-state.ts may)',
+    ]);
+  });
+
+  it('lets any module read the tables, and prose name a statement it does not run', () => {
+    const base = repo({
+      'sender/src/http/health.ts':
+        "db.selectFrom('deliveries');\nsql`select 1 from webhook_endpoints for update`;\nsql`select updated_at from deliveries_archive`;\n",
+      'sender/src/listen/tail.ts':
+        "// never: update deliveries set x\n/**\n * insert into webhook_endpoints is the lifecycle's\n */\nexport const t = 1;\n",
+    });
+    expect(structureProblems(base)).toEqual([]);
+  });
+
+  it("holds in this repository's sender", () => {
+    expect(Object.keys(WRITERS.sender ?? {})).toEqual(['deliveries', 'webhook_endpoints']);
+    expect(structureProblems().filter((p) => p.includes(' writes '))).toEqual([]);
   });
 });

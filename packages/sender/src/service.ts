@@ -3,7 +3,6 @@ import type { SenderConfig } from './config.js';
 import { checkAutovacuum } from './db/autovacuum.js';
 import { type Database, openDatabase } from './db/database.js';
 import { createMaintenance, type Maintenance } from './db/maintenance.js';
-import { checkFailingEndpoints } from './delivery/endpoint-health.js';
 import { type AttemptFeed, createAttemptFeed } from './delivery/feed.js';
 import { logFailure } from './delivery/logger.js';
 import { createDeliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
@@ -11,6 +10,7 @@ import { createRetention, type Retention, type RetentionOptions } from './delive
 import { registerStorageMetrics } from './delivery/storage-metrics.js';
 import { UrlConcurrency } from './delivery/url-concurrency.js';
 import { createDeliveryWorker, type DeliveryWorker, type DeliveryWorkerOptions } from './delivery/worker.js';
+import { checkFailingEndpoints } from './endpoints/health.js';
 import { buildApp } from './http/app.js';
 import type { Resolver } from './net/webhook-url.js';
 import { ensureSigningSecret } from './signing/secrets.js';

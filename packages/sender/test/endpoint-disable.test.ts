@@ -4,8 +4,8 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
-import { checkFailingEndpoints } from '../src/delivery/endpoint-health.js';
 import { HELD_UNTIL } from '../src/delivery/sql/held-deliveries.js';
+import { checkFailingEndpoints } from '../src/endpoints/health.js';
 import {
   buildApp,
   createDeliveryClient,

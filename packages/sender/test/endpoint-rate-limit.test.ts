@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRateLimiter, RATE_HORIZON_MS } from '../src/delivery/rate-limit.js';
+import { createRateLimiter, RATE_HORIZON_MS } from '../src/endpoints/rate-limit.js';
 import {
   createDeliveryClient,
   createDeliveryWorker,

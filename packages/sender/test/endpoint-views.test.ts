@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { chartSummary, endpointChart, niceCeiling, type StatsBucket } from '../src/dashboard/chart.js';
 import { filterOfForm } from '../src/dashboard/endpoint-routes.js';
 import { endpointStatus } from '../src/dashboard/endpoint-views.js';
-import { failureView, warningLevel } from '../src/delivery/endpoint-health.js';
+import { failureView, warningLevel } from '../src/endpoints/health.js';
 
 const DAY = 86_400_000;
 const RULE = { afterMs: 5 * DAY, minAttempts: 10 };

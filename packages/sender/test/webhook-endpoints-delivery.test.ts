@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
 import { endpointTakes } from '../src/endpoints/filter.js';
-import { createEndpoint, updateEndpoint } from '../src/endpoints/store.js';
+import { createEndpoint, updateEndpoint } from '../src/endpoints/lifecycle.js';
 import {
   buildApp,
   createDeliveryClient,

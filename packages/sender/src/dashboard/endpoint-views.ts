@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { FailureView } from '../delivery/endpoint-health.js';
+import type { FailureView } from '../endpoints/health.js';
 import type { WebhookEndpoint } from '../http/webhook-endpoints.js';
 import type { SecretView, UrlHealth } from './account-views.js';
 import { type ChartData, chartSummary, responsiveChart } from './chart.js';

@@ -1,12 +1,13 @@
 /**
  * The life of a delivery (a row of `deliveries`: one event to one URL). Each transition is one
- * statement under `./sql/`, in the file named after it, with two exceptions outside the delivery
- * layer: deleting an endpoint fails its pending deliveries (`endpoints/store.ts`,
- * `endpoint_deleted`: nothing could sign them), and `payhook listen`'s reports insert finished
- * deliveries to `cli:` destinations (`listen/record.ts`), which no worker claims.
+ * statement under `./sql/`, in the file named after it, exported here; nothing else writes the
+ * table (`scripts/check-structure.mjs` fails on a statement that does). Callers outside the
+ * delivery layer reach it through this module: an endpoint's lifecycle holds, resumes and ends
+ * its deliveries (`endpoints/lifecycle.ts`), and `payhook listen`'s reports insert finished ones
+ * (`listen/record.ts`).
  *
  * ```text
- *                write-event (with its event) | insert-deliveries (a redelivery)
+ *     write-event (with its event) | insert-deliveries (a redelivery, a recovery's new rows)
  *                                     |
  *                                     v
  *            +-------------> PENDING, unclaimed <------------------------------+
@@ -29,16 +30,34 @@
  *                   (HTTP 200; finished_at)   (the attempt at the 48 h deadline          |
  *                                              failed; finished_at)                      |
  *                                                                                        |
- *    redelivery (lock-failed-deliveries picks the failures of a time window):            |
- *    insert-deliveries makes a new PENDING row, then supersede-event-failures or         |
- *    supersede-deliveries sets superseded_by on the FAILED one <-------------------------+
- *    (a recovery, recover-batches, does the same for an endpoint's failures)
+ *    SUPERSEDED: a redelivery (lock-failed-deliveries picks the failures of a time       |
+ *    window) makes a new PENDING row with insert-deliveries, then                        |
+ *    supersede-event-failures or supersede-deliveries sets superseded_by on the          |
+ *    FAILED one; a recovery (recover-batches) does the same for an endpoint's <----------+
+ *    failures in its window. A superseded row stays FAILED, with its attempts.
  *
- *    HELD: a PENDING row of a disabled endpoint, moved past every claim's walk by
- *    held-deliveries (due at HELD_UNTIL); enabling the endpoint, or a recovery
- *    (recover-batches), makes it due again.
+ *    HELD: a PENDING row of a disabled endpoint, due at HELD_UNTIL, past every claim's walk.
+ *      PENDING, unclaimed --hold--> HELD: held-deliveries, in the transaction that disables
+ *        the endpoint (the API's or the sweeper's); claim-deliveries, for a due row of a
+ *        disabled endpoint it reads (one in flight when its endpoint was disabled, due again
+ *        after its record).
+ *      HELD --resume--> PENDING, unclaimed: held-deliveries, in the transaction that enables
+ *        the endpoint (due now, a fresh 48 hours); recover-batches, in a recovery (due now).
+ *
+ *    ENDPOINT DELETED: end-deleted-endpoints fails every PENDING row (HELD or claimed too)
+ *    of an endpoint deleted through the API, or of one with its own secrets that the
+ *    settings' webhook_urls left out (last_error endpoint_deleted: nothing could sign it),
+ *    in the deleting transaction; a claim's record then finds its token gone.
+ *
+ *    LISTENER'S REPORT: insert-listener-deliveries inserts a row already DELIVERED or
+ *    FAILED, with its one attempt, to a `cli:` destination; it is never PENDING.
+ *
  *    GONE: remove-history deletes DELIVERED and FAILED rows with their event past the
- *    retention horizon; a PENDING row is never removed.
+ *    retention horizon; a PENDING row (HELD too) is never removed.
+ *
+ *    ORPHANED: release-orphaned-claims makes a claimed row due now again when the worker
+ *    that claimed it never heard its claim back (cut short by a lost connection, committed
+ *    on the server): PENDING, claimed, back to PENDING, unclaimed.
  * ```
  *
  * One move leaves a row unclaimed: claim-deliveries paces the due rows it reads of a URL that holds
@@ -55,7 +74,11 @@
 
 export type { Claim, ClaimOptions, ClaimResult, PacedUrl } from './sql/claim-deliveries.js';
 export { claimDeliveries, otherUrlsDue } from './sql/claim-deliveries.js';
+export { endDeletedEndpoints } from './sql/end-deleted-endpoints.js';
+export { holdDeliveries, resumeHeldDeliveries } from './sql/held-deliveries.js';
 export { enqueueDeliveries } from './sql/insert-deliveries.js';
+export type { ListenerDeliveryRow } from './sql/insert-listener-deliveries.js';
+export { insertListenerDeliveries } from './sql/insert-listener-deliveries.js';
 export type { FailedSince } from './sql/lock-failed-deliveries.js';
 export { lockFailedDeliveries } from './sql/lock-failed-deliveries.js';
 export type { AttemptRecord } from './sql/record-attempts.js';

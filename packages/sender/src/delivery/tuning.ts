@@ -50,7 +50,7 @@ export const QUEUE_SLACK_MS = 10;
 /** How fast a URL's best latency forgets a fast past (per answer), so a moved server is relearnt. */
 export const BEST_DRIFT = 1.001;
 
-// --- An endpoint's rate limit (rate-limit.ts; decisions: "A rate limit per endpoint") ---
+// --- An endpoint's rate limit (endpoints/rate-limit.ts; decisions: "A rate limit per endpoint") ---
 
 /** How far ahead an attempt may reserve its send time and wait for it in this process, in ms. */
 export const RATE_HORIZON_MS = 1000;

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { createRateLimiter } from '../endpoints/rate-limit.js';
 import { signingKeyring } from '../signing/keyring.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
@@ -10,7 +11,6 @@ import { logFailure, silentLogger } from './logger.js';
 import { joinDeliveryInstances, type Membership, slotsHere } from './membership.js';
 import { observeAttempt } from './metrics.js';
 import { createOrphanSweeps } from './orphan-sweeps.js';
-import { createRateLimiter } from './rate-limit.js';
 import { createRefusalHints, refusalHint } from './refusal-hint.js';
 import { serialPasses } from './serial-passes.js';
 import { beginAttemptSpan } from './tracing.js';

@@ -1,10 +1,12 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
+// An endpoint's health: its run of failures as the API shows it, and the sweeper's look at the
+// failing endpoints, which warns and has the lifecycle (`./lifecycle.ts`) disable them. The runs
+// are kept by the attempts' record (`delivery/sql/endpoint-failures.ts`).
+import { sql } from 'kysely';
 import type { Database } from '../db/database.js';
-import type { Schema } from '../db/schema.js';
+import type { WorkerLogger } from '../delivery/logger.js';
+import { type FailureRow, failuresOf } from '../delivery/sql/endpoint-failures.js';
 import { isoMicros } from '../timestamps.js';
-import type { WorkerLogger } from './logger.js';
-import { type FailureRow, failuresOf, forgetFailures } from './sql/endpoint-failures.js';
-import { holdDeliveries, resumeHeldDeliveries } from './sql/held-deliveries.js';
+import { disableFailingEndpoint } from './lifecycle.js';
 
 /** The shares of the failing period at which an endpoint is warned about, in percent. */
 export const WARNING_LEVELS = [50, 75, 90] as const;
@@ -134,17 +136,8 @@ export async function checkFailingEndpoints(
     const percent = percentOf(row, rule, now);
     const context = { endpoint: row.endpoint_id, url: row.url, business: row.business_id, mode: row.mode };
     if (percent >= 100 && row.attempts >= rule.minAttempts) {
-      const disabled = await db.transaction().execute(async (tx) => {
-        const changed = await sql<{ id: string }>`update webhook_endpoints
-          set status = 'disabled', disabled_reason = 'failing', disabled_at = ${now}, updated_at = ${now}
-          where id = ${row.endpoint_id}::uuid and status = 'enabled'
-            and exists (select 1 from endpoint_failures f
-                        where f.endpoint_id = ${row.endpoint_id}::uuid and f.failing_since <= ${new Date(now.getTime() - rule.afterMs)})
-          returning id`.execute(tx);
-        if (changed.rows.length > 0) await holdDeliveries(tx, row.endpoint_id);
-        return changed;
-      });
-      if (disabled.rows.length > 0) {
+      const failingBefore = new Date(now.getTime() - rule.afterMs);
+      if (await disableFailingEndpoint(db, row.endpoint_id, now, failingBefore)) {
         done.disabled.push({ endpointId: row.endpoint_id, url: row.url });
         log.warn(
           { ...context, failingSince: isoMicros(row.failing_since), failedAttempts: row.attempts },
@@ -185,44 +178,4 @@ function describe(ms: number): string {
     if (ms % size === 0 && ms >= size) return `${ms / size} ${name}${ms === size ? '' : 's'}`;
   }
   return `${ms} ms`;
-}
-
-/**
- * What enabling a disabled endpoint does beside its status, in the transaction that changes it:
- * its held deliveries are due now, each with a fresh 48 hours (see `resumeHeldDeliveries`), and
- * its run of failures is forgotten, so it has a whole period before it can be disabled again.
- * Returns how many deliveries resumed.
- *
- * @example
- * ```ts
- * await db.transaction().execute(async (tx) => {
- *   await updateEndpoint(tx, owner, id, { status: 'enabled' });
- *   await resumeEndpoint(tx, id, new Date());
- * });
- * ```
- */
-export async function resumeEndpoint(
-  tx: Transaction<Schema> | Kysely<Schema>,
-  endpointId: string,
-  now: Date,
-): Promise<number> {
-  const resumed = await resumeHeldDeliveries(tx, endpointId, now);
-  await forgetFailures(tx, endpointId);
-  return resumed;
-}
-
-/**
- * What disabling an endpoint does beside its status, in the transaction that changes it: its
- * pending deliveries are held (see `holdDeliveries`). Returns how many.
- *
- * @example
- * ```ts
- * await db.transaction().execute(async (tx) => {
- *   await updateEndpoint(tx, owner, id, { status: 'disabled' });
- *   await holdEndpoint(tx, id);
- * });
- * ```
- */
-export function holdEndpoint(tx: Transaction<Schema> | Kysely<Schema>, endpointId: string): Promise<number> {
-  return holdDeliveries(tx, endpointId);
 }

@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import type { Database } from '../db/database.js';
-import { RATE_CACHE_MS, RATE_HORIZON_MS } from './tuning.js';
+import { RATE_CACHE_MS, RATE_HORIZON_MS } from '../delivery/tuning.js';
 
 export { RATE_CACHE_MS, RATE_HORIZON_MS };
 

@@ -1,11 +1,13 @@
 // A business's webhook endpoints: the rows behind /webhook-endpoints and the settings'
-// webhook_urls (docs/decisions.md, "Endpoints as objects"). Routes validate their input first;
-// these functions only read and write.
+// webhook_urls (docs/decisions.md, "Endpoints as objects"). Their reads, and the statements that
+// write a row, which only the endpoints' lifecycle (`./lifecycle.ts`) runs: it adds what each
+// change does beside the row (secrets, held deliveries, runs of failures). Routes validate their
+// input first; these functions only read and write.
 import { sql, type Transaction } from 'kysely';
 import type { Db, Mode, Schema } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { UUID } from '../ids.js';
-import { ensureEndpointSecret, type SignatureScheme } from '../signing/endpoint-secrets.js';
+import type { SignatureScheme } from '../signing/endpoint-secrets.js';
 import { isoMicros } from '../timestamps.js';
 import { EVERY_EVENT } from './filter.js';
 
@@ -129,7 +131,7 @@ export async function lockEndpoints(tx: Transaction<Schema>, owner: EndpointOwne
 }
 
 /** 422 naming `field` when `count` endpoints would be past {@link MAX_ENDPOINTS}. */
-function checkLimit(count: number, field: string): void {
+export function checkLimit(count: number, field: string): void {
   if (count > MAX_ENDPOINTS) {
     throw new ApiError(
       'validation_failed',
@@ -152,30 +154,24 @@ export interface NewEndpoint {
   accountSecrets?: boolean;
 }
 
-/**
- * Creates an endpoint in the caller's transaction, within the business's limit (422 past it),
- * with its first secret unless it signs with the business's.
- *
- * @example
- * ```ts
- * const row = await db.transaction().execute((tx) => createEndpoint(tx, owner, { url, enabledEvents: ['*'] }));
- * ```
- */
-export async function createEndpoint(
-  tx: Transaction<Schema>,
-  owner: EndpointOwner,
-  input: NewEndpoint,
-): Promise<EndpointRow> {
-  await lockEndpoints(tx, owner);
-  const { count } = await tx
+/** How many endpoints the business has in the mode. */
+export async function countEndpoints(db: Db, owner: EndpointOwner): Promise<number> {
+  const { count } = await db
     .selectFrom('webhook_endpoints')
     .select((eb) => eb.fn.countAll<string>().as('count'))
     .where('business_id', '=', owner.businessId)
     .where('mode', '=', owner.mode)
     .executeTakeFirstOrThrow();
-  checkLimit(Number(count) + 1, 'url');
-  const scheme = input.signatureScheme ?? 'v1';
-  const row = (await tx
+  return Number(count);
+}
+
+/** Inserts an endpoint's row (see `createEndpoint` in `./lifecycle.ts`, which adds its secret). */
+export async function insertEndpoint(
+  tx: Transaction<Schema>,
+  owner: EndpointOwner,
+  input: NewEndpoint,
+): Promise<EndpointRow> {
+  return (await tx
     .insertInto('webhook_endpoints')
     .values({
       business_id: owner.businessId,
@@ -183,14 +179,12 @@ export async function createEndpoint(
       url: input.url,
       description: input.description ?? null,
       enabled_events: JSON.stringify(input.enabledEvents ?? [EVERY_EVENT]),
-      signature_scheme: scheme,
+      signature_scheme: input.signatureScheme ?? 'v1',
       account_secrets: input.accountSecrets ?? false,
       rate_limit_per_second: input.rateLimitPerSecond ?? null,
     })
     .returning(ENDPOINT_COLUMNS)
     .executeTakeFirstOrThrow()) as EndpointRow;
-  if (!row.account_secrets) await ensureEndpointSecret(tx, row.id, scheme);
-  return row;
 }
 
 /** The fields an update may change; absent ones stay as they are. */
@@ -208,10 +202,10 @@ export interface EndpointChanges {
 }
 
 /**
- * Updates one of the business's endpoints; undefined when it has no such endpoint. A filter
- * change applies to events created after it: deliveries are made when an event is.
+ * Updates the row of one of the business's endpoints; undefined when it has no such endpoint
+ * (see `updateEndpoint` in `./lifecycle.ts`, which adds what a status or URL change does).
  */
-export async function updateEndpoint(
+export async function updateEndpointRow(
   db: Db,
   owner: EndpointOwner,
   id: string,
@@ -252,43 +246,59 @@ export async function updateEndpoint(
 }
 
 /**
- * Deletes one of the business's endpoints (its secrets go with it); false when it has no such
- * endpoint. Its pending deliveries end, failed with `endpoint_deleted`: nothing could sign them.
+ * Deletes endpoints of the business (their secrets go with them, by the foreign key); returns
+ * those it deleted, each with whether it signed with the business's secrets.
  */
-export async function deleteEndpoint(
+export async function deleteEndpointRows(
   tx: Transaction<Schema>,
   owner: EndpointOwner,
-  id: string,
-): Promise<boolean> {
-  if (!UUID.test(id)) return false;
-  const deleted = await tx
+  ids: readonly string[],
+): Promise<{ id: string; account_secrets: boolean }[]> {
+  const valid = ids.filter((id) => UUID.test(id));
+  if (valid.length === 0) return [];
+  return tx
     .deleteFrom('webhook_endpoints')
-    .where('id', '=', id)
+    .where('id', 'in', valid)
     .where('business_id', '=', owner.businessId)
     .where('mode', '=', owner.mode)
-    .returning('id')
-    .executeTakeFirst();
-  if (!deleted) return false;
-  await endPendingDeliveries(tx, [id]);
-  return true;
+    .returning(['id', 'account_secrets'])
+    .execute();
 }
 
-/** Ends the pending deliveries of deleted endpoints that signed with their own secrets, and forgets their counts. */
-async function endPendingDeliveries(tx: Transaction<Schema>, endpointIds: readonly string[]): Promise<void> {
-  if (endpointIds.length === 0) return;
-  await tx
-    .updateTable('deliveries')
-    .set({
-      status: 'failed',
-      finished_at: sql<Date>`clock_timestamp()`,
-      claim_token: null,
-      last_error: 'endpoint_deleted',
-    })
-    .where('endpoint_id', 'in', endpointIds)
-    .where('status', '=', 'pending')
-    .execute();
-  // Its hourly counts: no page shows them any more.
-  await tx.deleteFrom('endpoint_attempt_hours').where('endpoint_id', 'in', endpointIds).execute();
+/**
+ * Endpoints that sign with the business's secrets, one per URL, in the list's order (each row a
+ * microsecond after the one before), every one taking every event: the settings' new URLs.
+ */
+export async function insertAccountEndpoints(
+  tx: Transaction<Schema>,
+  owner: EndpointOwner,
+  urls: readonly string[],
+): Promise<void> {
+  if (urls.length === 0) return;
+  await sql`insert into webhook_endpoints (business_id, mode, url, account_secrets, created_at, updated_at)
+    select ${owner.businessId}, ${owner.mode}, u.url, true,
+           clock_timestamp() + (u.ord * interval '1 microsecond'), clock_timestamp()
+    from unnest(${urls}::text[]) with ordinality as u(url, ord)`.execute(tx);
+}
+
+/**
+ * Disables an enabled endpoint as failing (`disabled_reason: "failing"`) at `now`, only if its
+ * run of failures began at or before `failingBefore` (read again under the row's lock, so an
+ * attempt that succeeded since keeps it enabled). True when it did.
+ */
+export async function disableFailingRow(
+  tx: Transaction<Schema>,
+  endpointId: string,
+  now: Date,
+  failingBefore: Date,
+): Promise<boolean> {
+  const { rows } = await sql<{ id: string }>`update webhook_endpoints
+    set status = 'disabled', disabled_reason = 'failing', disabled_at = ${now}, updated_at = ${now}
+    where id = ${endpointId}::uuid and status = 'enabled'
+      and exists (select 1 from endpoint_failures f
+                  where f.endpoint_id = ${endpointId}::uuid and f.failing_since <= ${failingBefore})
+    returning id`.execute(tx);
+  return rows.length > 0;
 }
 
 /**
@@ -319,58 +329,4 @@ export async function endpointUrls(db: Db, owner: EndpointOwner): Promise<string
     .orderBy('id')
     .execute();
   return rows.map((row) => row.url);
-}
-
-/**
- * The settings' `webhook_urls = urls`, in the caller's transaction: the list of every endpoint's
- * URL becomes `urls`. An endpoint whose URL is in the list is kept as it is (one per occurrence);
- * one whose URL is not is deleted (the pending deliveries of one that signs with the business's
- * secrets go on, as a removed URL's always did; those of one with its own secrets end);
- * each URL left over becomes an endpoint that takes every event and signs with the business's
- * secrets. Returns the URLs, oldest endpoint first.
- */
-export async function replaceEndpointUrls(
-  tx: Transaction<Schema>,
-  owner: EndpointOwner,
-  urls: readonly string[],
-): Promise<string[]> {
-  await lockEndpoints(tx, owner);
-  checkLimit(urls.length, 'webhook_urls');
-  const current = await tx
-    .selectFrom('webhook_endpoints')
-    .select(['id', 'url', 'account_secrets'])
-    .where('business_id', '=', owner.businessId)
-    .where('mode', '=', owner.mode)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  const wanted = [...urls];
-  const removed: { id: string; account_secrets: boolean }[] = [];
-  for (const endpoint of current) {
-    const at = wanted.indexOf(endpoint.url);
-    if (at >= 0) wanted.splice(at, 1);
-    else removed.push(endpoint);
-  }
-  if (removed.length > 0) {
-    await tx
-      .deleteFrom('webhook_endpoints')
-      .where(
-        'id',
-        'in',
-        removed.map((e) => e.id),
-      )
-      .execute();
-    await endPendingDeliveries(
-      tx,
-      removed.filter((e) => !e.account_secrets).map((e) => e.id),
-    );
-  }
-  if (wanted.length > 0) {
-    // One statement, each row a microsecond after the one before: the list keeps its order.
-    await sql`insert into webhook_endpoints (business_id, mode, url, account_secrets, created_at, updated_at)
-      select ${owner.businessId}, ${owner.mode}, u.url, true,
-             clock_timestamp() + (u.ord * interval '1 microsecond'), clock_timestamp()
-      from unnest(${wanted}::text[]) with ordinality as u(url, ord)`.execute(tx);
-  }
-  return endpointUrls(tx, owner);
 }

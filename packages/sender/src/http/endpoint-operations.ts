@@ -3,9 +3,9 @@ import { type Static, Type } from 'typebox';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import { endpointBuckets } from '../delivery/attempt-counts.js';
-import { type DisableRule, endpointFailures, type FailureView } from '../delivery/endpoint-health.js';
-import { RECOVER_MAX_DAYS, recoverEndpoint } from '../delivery/recover.js';
 import { retentionHorizon } from '../delivery/retention.js';
+import { type DisableRule, endpointFailures, type FailureView } from '../endpoints/health.js';
+import { RECOVER_MAX_DAYS, recoverEndpoint } from '../endpoints/lifecycle.js';
 import { getEndpoint } from '../endpoints/store.js';
 import { ApiError } from '../errors.js';
 import { isoMicros } from '../timestamps.js';
@@ -37,7 +37,7 @@ const Recovered = Type.Object(
   { title: 'Recovery' },
 );
 
-/** The `failure` field of a webhook endpoint (`delivery/endpoint-health.ts`). */
+/** The `failure` field of a webhook endpoint (`endpoints/health.ts`). */
 export const EndpointFailure = Type.Union(
   [
     Type.Object(

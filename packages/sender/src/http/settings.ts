@@ -3,7 +3,8 @@ import { type Static, Type } from 'typebox';
 import type { Principal } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
-import { endpointUrls, replaceEndpointUrls } from '../endpoints/store.js';
+import { replaceEndpointUrls } from '../endpoints/lifecycle.js';
+import { endpointUrls } from '../endpoints/store.js';
 import { ApiError } from '../errors.js';
 import { checkWebhookUrl, type Resolver } from '../net/webhook-url.js';
 
@@ -22,7 +23,7 @@ const Settings = Type.Object(
 
 /**
  * `GET` and `PATCH /accounts/settings`: require_mfa and the webhook URLs events are delivered to.
- * The URLs are those of the business's webhook endpoints (`endpoints/store.ts`): a given
+ * The URLs are those of the business's webhook endpoints (`endpoints/lifecycle.ts`): a given
  * `webhook_urls` makes the endpoints' URLs that list, adding endpoints that take every event.
  */
 export const settingsRoutes: FastifyPluginAsync<{

@@ -2,18 +2,14 @@ import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
-import { holdEndpoint, resumeEndpoint } from '../delivery/endpoint-health.js';
-import { forgetFailures } from '../delivery/sql/endpoint-failures.js';
 import { normalizeFilter } from '../endpoints/filter.js';
+import { createEndpoint, deleteEndpoint, updateEndpoint } from '../endpoints/lifecycle.js';
 import {
-  createEndpoint,
-  deleteEndpoint,
   type EndpointRow,
   getEndpoint,
   MAX_ENDPOINTS,
   selectEndpoints,
   toEndpointView,
-  updateEndpoint,
 } from '../endpoints/store.js';
 import { ApiError } from '../errors.js';
 import { checkWebhookUrl, type Resolver } from '../net/webhook-url.js';
@@ -250,29 +246,24 @@ export const webhookEndpointRoutes: FastifyPluginAsync<{
       }
       const enabledEvents = filterOf(body.enabled_events);
       if (body.url !== undefined) await vetUrl(body.url);
-      // Enabling a disabled endpoint resumes its held deliveries and forgets its failures, with
-      // the status change (delivery/endpoint-health.ts, resumeEndpoint).
-      const row = await db.transaction().execute(async (tx) => {
-        const updated = await updateEndpoint(tx, request.principal, current.id, {
-          ...(body.url !== undefined ? { url: body.url } : {}),
-          ...(body.description !== undefined ? { description: body.description } : {}),
-          ...(enabledEvents ? { enabledEvents } : {}),
-          ...(body.rate_limit_per_second !== undefined
-            ? { rateLimitPerSecond: body.rate_limit_per_second }
-            : {}),
-          ...(body.status !== undefined ? { status: body.status } : {}),
-        });
-        if (updated && body.status === 'enabled' && current.status === 'disabled') {
-          await resumeEndpoint(tx, updated.id, now());
-        } else if (updated && body.status === 'disabled' && current.status === 'enabled') {
-          await holdEndpoint(tx, updated.id);
-        }
-        if (updated && body.url !== undefined && body.url !== current.url) {
-          // Another URL is another receiver: the failures of the old one are not its own.
-          await forgetFailures(tx, updated.id);
-        }
-        return updated;
-      });
+      // What a status or URL change does beside the row: endpoints/lifecycle.ts, updateEndpoint.
+      const row = await db.transaction().execute((tx) =>
+        updateEndpoint(
+          tx,
+          request.principal,
+          current.id,
+          {
+            ...(body.url !== undefined ? { url: body.url } : {}),
+            ...(body.description !== undefined ? { description: body.description } : {}),
+            ...(enabledEvents ? { enabledEvents } : {}),
+            ...(body.rate_limit_per_second !== undefined
+              ? { rateLimitPerSecond: body.rate_limit_per_second }
+              : {}),
+            ...(body.status !== undefined ? { status: body.status } : {}),
+          },
+          now(),
+        ),
+      );
       if (!row) throw new ApiError('not_found', `No webhook endpoint ${JSON.stringify(request.params.id)}.`);
       return { data: (await present([row]))[0] };
     },

@@ -9,7 +9,7 @@ import type { Schema } from '../../db/schema.js';
  * was not failing); an endpoint whose attempts all failed gets its row made, or its count raised,
  * its start kept at the earliest failure. A healthy endpoint's batch costs one index probe; the
  * row exists only while the endpoint is failing. The evaluation that warns and disables is
- * `../endpoint-health.ts`.
+ * `endpoints/health.ts`.
  */
 export const endpointFailureCtes = sql`,
       per_endpoint as (
