@@ -1,4 +1,5 @@
 import type { Static } from 'typebox';
+import type { SigningSecret } from '../http/signing-secrets.js';
 import type { Health } from '../http/webhook-health.js';
 import { type Html, html } from './html.js';
 import { apiErrorBox, csrfField, document, notice, type PageContext, page, when } from './layout.js';
@@ -6,13 +7,8 @@ import { apiErrorBox, csrfField, document, notice, type PageContext, page, when 
 /** A URL's health as `GET /accounts/webhook-health` answers it (the API's own schema). */
 export type UrlHealth = Static<typeof Health>;
 
-/** A signing secret as `GET /accounts/signing-secrets` answers it. */
-export interface SecretView {
-  secret: string;
-  current: boolean;
-  created_at: string;
-  expires_at: string | null;
-}
+/** A signing secret as `GET /accounts/signing-secrets` answers it (the API's own schema). */
+export type SecretView = Static<typeof SigningSecret>;
 
 type ApiErrorView = { message: string; details?: { field: string; message: string }[] };
 

@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
 import type { FailureView } from '../endpoints/health.js';
+import type { EndpointSecret } from '../http/webhook-endpoint-secrets.js';
 import type { WebhookEndpoint } from '../http/webhook-endpoints.js';
 import type { SecretView, UrlHealth } from './account-views.js';
 import { type ChartData, chartSummary, responsiveChart } from './chart.js';
@@ -9,14 +10,8 @@ import { apiErrorBox, csrfField, notice, type PageContext, page, when } from './
 /** An endpoint as `GET /webhook-endpoints/{id}` answers it (the API's own schema). */
 export type EndpointView = Static<typeof WebhookEndpoint> & { failure?: FailureView | null };
 
-/** A secret or public key as `GET /webhook-endpoints/{id}/signing-secrets` answers it. */
-export interface EndpointSecretView {
-  secret?: string;
-  public_key?: string;
-  current: boolean;
-  created_at: string;
-  expires_at: string | null;
-}
+/** A secret or public key as `GET /webhook-endpoints/{id}/signing-secrets` answers it (the API's own schema). */
+export type EndpointSecretView = Static<typeof EndpointSecret>;
 
 type ApiErrorView = { message: string; details?: { field: string; message: string }[] };
 

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { type Static, Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 import type { Database } from '../db/database.js';
 import { signingKeyring } from '../signing/keyring.js';
 import {
@@ -10,23 +10,32 @@ import {
 } from '../signing/secrets.js';
 import { idempotentWrite } from './idempotency.js';
 
+/** When a secret is valid (`SecretValidity`), as every secret view of the API shows it. */
+export const SecretValidityFields = {
+  current: Type.Boolean({ description: 'The one new receivers should be given.' }),
+  created_at: Type.String({ format: 'date-time' }),
+  expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'When a previous one stops being signed with and accepted; null for the current one.',
+  }),
+};
+
+/** A list of secrets as the API answers it, the current one first, under `title`. */
+export const secretList = <T extends TSchema>(secret: T, title: string) =>
+  Type.Object(
+    { data: Type.Array(secret, { description: 'The current one first, then previous ones.' }) },
+    { title },
+  );
+
 /** A business-wide signing secret as the API shows it. */
 export const SigningSecret = Type.Object(
   {
     secret: Type.String({ pattern: '^whsec_', description: 'Give it to the receiver: `whsec_` + base64.' }),
-    current: Type.Boolean({ description: 'The secret new receivers should be given.' }),
-    created_at: Type.String({ format: 'date-time' }),
-    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
-      description: 'When a previous secret stops being signed with and accepted; null for the current one.',
-    }),
+    ...SecretValidityFields,
   },
   { title: 'SigningSecret' },
 );
 
-const SigningSecrets = Type.Object(
-  { data: Type.Array(SigningSecret, { description: 'The current secret first, then previous ones.' }) },
-  { title: 'SigningSecrets' },
-);
+const SigningSecrets = secretList(SigningSecret, 'SigningSecrets');
 
 /** The body of a rotation: `{overlap_seconds?}`, `{}`, null or none. */
 export const RotateBody = Type.Union(

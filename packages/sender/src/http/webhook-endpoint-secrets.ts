@@ -8,9 +8,10 @@ import { listEndpointSecrets } from '../signing/endpoint-secrets.js';
 import { signingKeyring } from '../signing/keyring.js';
 import { DEFAULT_ROTATION_OVERLAP_SECONDS, listSigningSecrets } from '../signing/secrets.js';
 import { idempotentWrite } from './idempotency.js';
-import { RotateBody } from './signing-secrets.js';
+import { RotateBody, SecretValidityFields, secretList } from './signing-secrets.js';
 
-const EndpointSecret = Type.Object(
+/** An endpoint's secret (v1) or public key (v1a) as the API shows it. */
+export const EndpointSecret = Type.Object(
   {
     secret: Type.Optional(
       Type.String({ pattern: '^whsec_', description: 'v1: give it to the receiver (`whsec_` + base64).' }),
@@ -22,19 +23,12 @@ const EndpointSecret = Type.Object(
           'v1a: the Ed25519 public key to give the receiver; the secret key never leaves the sender.',
       }),
     ),
-    current: Type.Boolean({ description: 'The one new receivers should be given.' }),
-    created_at: Type.String({ format: 'date-time' }),
-    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
-      description: 'When a previous one stops being signed with; null for the current one.',
-    }),
+    ...SecretValidityFields,
   },
   { title: 'WebhookEndpointSecret' },
 );
 
-const EndpointSecrets = Type.Object(
-  { data: Type.Array(EndpointSecret, { description: 'The current one first, then previous ones.' }) },
-  { title: 'WebhookEndpointSecrets' },
-);
+const EndpointSecrets = secretList(EndpointSecret, 'WebhookEndpointSecrets');
 
 const IdParams = Type.Object({ id: Type.String() });
 

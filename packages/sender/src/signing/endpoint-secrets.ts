@@ -5,13 +5,14 @@
 import { generateSigningKeyPair, generateSigningSecret } from '@payhook/core';
 import type { Transaction } from 'kysely';
 import type { Db, Schema } from '../db/schema.js';
-import { isoMicros } from '../timestamps.js';
 import {
   currentSecrets,
   ensureSecret,
   rotateSecrets,
   type SecretSet,
+  type SecretValidity,
   type StoredSecret,
+  validityOf,
 } from './secret-set.js';
 
 /** An endpoint's signature scheme: HMAC-SHA256 (`v1`) or Ed25519 (`v1a`). */
@@ -21,11 +22,8 @@ export type SignatureScheme = 'v1' | 'v1a';
 export type EndpointSecretView = (
   | { secret: string; public_key?: never }
   | { public_key: string; secret?: never }
-) & {
-  current: boolean;
-  created_at: string;
-  expires_at: string | null;
-};
+) &
+  SecretValidity;
 
 function freshSecret(scheme: SignatureScheme): { secret: string; public_key: string | null } {
   if (scheme === 'v1') return { secret: generateSigningSecret(), public_key: null };
@@ -72,9 +70,7 @@ export async function listEndpointSecrets(
   const rows = await currentEndpointSecrets(db, endpointId, scheme);
   return rows.map((row) => ({
     ...(row.public_key === null ? { secret: row.secret } : { public_key: row.public_key }),
-    current: row.expires_at === null,
-    created_at: isoMicros(row.created_at),
-    expires_at: row.expires_at === null ? null : isoMicros(row.expires_at),
+    ...validityOf(row),
   }));
 }
 

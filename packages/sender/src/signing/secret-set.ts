@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { type RawBuilder, sql, type Transaction } from 'kysely';
 import type { Db, Schema } from '../db/schema.js';
 import { openSecret, sealSecret } from '../db/sealed-secrets.js';
+import { isoMicros } from '../timestamps.js';
 
 /**
  * The most secrets valid at once: the current one and up to four previous ones (rotations in quick
@@ -34,6 +35,24 @@ export interface StoredSecret {
   public_key: string | null;
   created_at: Date;
   expires_at: Date | null;
+}
+
+/** When a secret is valid, as its owner is shown it (the API's secret views share it). */
+export interface SecretValidity {
+  /** True for the one new receivers should be given. */
+  current: boolean;
+  created_at: string;
+  /** When a previous one stops being signed with and accepted; null for the current one. */
+  expires_at: string | null;
+}
+
+/** A stored secret's validity as its owner is shown it, in the API's timestamps. */
+export function validityOf(row: StoredSecret): SecretValidity {
+  return {
+    current: row.expires_at === null,
+    created_at: isoMicros(row.created_at),
+    expires_at: row.expires_at === null ? null : isoMicros(row.expires_at),
+  };
 }
 
 const ofOwner = (set: SecretSet): RawBuilder<unknown> =>

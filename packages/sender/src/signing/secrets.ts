@@ -3,13 +3,14 @@
 import { generateSigningSecret } from '@payhook/core';
 import type { Transaction } from 'kysely';
 import type { Db, Mode, Schema } from '../db/schema.js';
-import { isoMicros } from '../timestamps.js';
 import {
   currentSecrets,
   ensureSecret,
   rotateSecrets,
   type SecretSet,
+  type SecretValidity,
   type StoredSecret,
+  validityOf,
 } from './secret-set.js';
 
 /** A business in one mode: test and live have their own secrets. */
@@ -24,13 +25,8 @@ export const DEFAULT_ROTATION_OVERLAP_SECONDS = 24 * 60 * 60;
 export const MAX_ROTATION_OVERLAP_SECONDS = 7 * 24 * 60 * 60;
 
 /** One secret as the API shows it to its own business. */
-export interface SigningSecretView {
+export interface SigningSecretView extends SecretValidity {
   secret: string;
-  /** True for the secret new receivers should be given. */
-  current: boolean;
-  created_at: string;
-  /** When a previous secret stops being signed with and accepted; null for the current one. */
-  expires_at: string | null;
 }
 
 /** The business's secrets, in one mode. */
@@ -69,12 +65,7 @@ export function currentSigningSecrets(db: Db, principal: SecretOwner): Promise<S
  */
 export async function listSigningSecrets(db: Db, principal: SecretOwner): Promise<SigningSecretView[]> {
   const rows = await currentSigningSecrets(db, principal);
-  return rows.map((row) => ({
-    secret: row.secret,
-    current: row.expires_at === null,
-    created_at: isoMicros(row.created_at),
-    expires_at: row.expires_at === null ? null : isoMicros(row.expires_at),
-  }));
+  return rows.map((row) => ({ secret: row.secret, ...validityOf(row) }));
 }
 
 /**
