@@ -1,27 +1,11 @@
+import type { EndpointSecretView, WebhookEndpointView } from '@payhook/sender';
 import { type ApiCall, type SenderApi, SenderRefusedError } from './sender-api.js';
 
-/** A webhook endpoint as the sender's `/webhook-endpoints` answers it (the fields shown). */
-export interface Endpoint {
-  id: string;
-  url: string;
-  description: string | null;
-  enabled_events: string[];
-  status: 'enabled' | 'disabled';
-  disabled_reason: 'manual' | 'failing' | null;
-  signature_scheme: 'v1' | 'v1a';
-  created_at: string;
-  /** The run of failures of an endpoint whose latest attempts all failed (null otherwise). */
-  failure?: { warning: 50 | 75 | 90 | null; failing_since: string; disables_at: string | null } | null;
-}
+/** A webhook endpoint as the sender's `/webhook-endpoints` answers it (the sender's own type). */
+export type Endpoint = WebhookEndpointView;
 
-/** A signing secret, or for v1a a public key, of an endpoint. */
-export interface EndpointSecret {
-  secret?: string;
-  public_key?: string;
-  current: boolean;
-  /** When a previous one stops being signed with and accepted; null for the current one. */
-  expires_at?: string | null;
-}
+/** A signing secret, or for v1a a public key, of an endpoint (the sender's own type). */
+export type EndpointSecret = EndpointSecretView;
 
 interface Settings {
   require_mfa: boolean;

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { isKnownEventName, KNOWN_EVENTS, type KnownEventName } from '@payhook/core';
 import { CliError, closest, EXIT, type Io, printJson } from '../command.js';
 import { commandLine } from '../invocation.js';
@@ -30,15 +29,6 @@ export interface TriggerFlags {
 /** The flags of the other mode: a signed event sent straight to a receiver. */
 export const RECEIVER_FLAGS = ['to', 'business-id', 'secret', 'data'] as const;
 
-/** The currency each payment method is sold in (e-transfer CAD, the crypto methods USD). */
-const CURRENCY: Record<string, string> = {
-  bank_account: 'NGN',
-  card: 'NGN',
-  etransfer: 'CAD',
-  wallet: 'USD',
-  crypto_address: 'USD',
-};
-
 /** The sandbox's card that goes through 3-D Secure to success. */
 const SANDBOX_CARD = {
   card: { number: '4242424242424242', expiry_month: 12, expiry_year: 2040, cvv: '123' },
@@ -55,7 +45,7 @@ const getATestKey = (io: Io) =>
  * event the sender does not make and a key that is not a test key), then makes the event on the
  * sender with {@link triggerOnSender}. Resolves to the exit code.
  */
-export function triggerRemote(event: string, values: TriggerFlags, io: Io): Promise<number> {
+export async function triggerRemote(event: string, values: TriggerFlags, io: Io): Promise<number> {
   const mixed = RECEIVER_FLAGS.filter((flag) => values[flag] !== undefined);
   if (mixed.length > 0) {
     throw new CliError(
@@ -79,42 +69,14 @@ export function triggerRemote(event: string, values: TriggerFlags, io: Io): Prom
   if (!apiKey)
     throw new CliError(`--api-key (or PAYHOOK_API_KEY) is required with --base-url. ${getATestKey(io)}`);
   const method = values.method ?? 'bank_account';
-  if (!Object.hasOwn(CURRENCY, method)) {
+  // The sender's sample session names the methods it can make; loaded here, not at every command.
+  const { SAMPLE_CURRENCY } = await import('@payhook/sender');
+  if (!Object.hasOwn(SAMPLE_CURRENCY, method)) {
     throw new CliError(
-      `--method ${JSON.stringify(method)} cannot make a session on a sender: use ${Object.keys(CURRENCY).join(', ')}.`,
+      `--method ${JSON.stringify(method)} cannot make a session on a sender: use ${Object.keys(SAMPLE_CURRENCY).join(', ')}.`,
     );
   }
   return triggerOnSender({ event, baseUrl, apiKey, method, json: values.json === true }, io);
-}
-
-/** A realistic session request: a customer, an order, the payment method asked for. */
-function sessionRequest(method: string) {
-  return {
-    customer: {
-      first_name: 'Ada',
-      last_name: 'Obi',
-      email: 'ada@example.com',
-      phone_number: '+2348012345678',
-      billing_address: {
-        line1: '1 Marina',
-        line2: '',
-        city: 'Lagos',
-        state: 'Lagos',
-        zip_code: '101001',
-        country: 'NG',
-      },
-    },
-    description: 'payhook trigger',
-    currency: CURRENCY[method],
-    amount: 150_000,
-    payment_method: { type: method },
-    metadata: {
-      order: {
-        identifier: `trigger-${randomUUID().slice(0, 8)}`,
-        items: [{ name: 'Test item', type: 'physical' }],
-      },
-    },
-  };
 }
 
 type Envelope = { data?: { payment?: { id?: unknown; status?: unknown } } };
@@ -149,15 +111,14 @@ export async function triggerOnSender(options: RemoteTrigger, io: Io): Promise<n
     );
   }
   const api = new SenderApi({ baseUrl: options.baseUrl, apiKey: options.apiKey });
+  const { sampleSession } = await import('@payhook/sender');
+  const sample = sampleSession({ method: options.method, description: 'payhook trigger', source: 'trigger' });
   const say = (line: string) => {
     if (!options.json) io.stdout.write(`${line}\n`);
   };
   const done: string[] = [];
   try {
-    const created = paymentOf(
-      await api.post<Envelope>('/payment-sessions', sessionRequest(options.method)),
-      api,
-    );
+    const created = paymentOf(await api.post<Envelope>('/payment-sessions', sample), api);
     const paymentId = created.id;
     say(`Created payment session ${paymentId} (payment.session.created)`);
     done.push(`created payment session ${paymentId}`);

@@ -84,33 +84,6 @@ export function sameOrigin(request: FastifyRequest): boolean {
   }
 }
 
-/** A test payment session for the payments page's form: a bank transfer in NGN. */
-export function sandboxSession(form: { amount: number; description?: string | undefined }) {
-  return {
-    customer: {
-      first_name: 'Ada',
-      last_name: 'Obi',
-      email: 'ada@example.com',
-      phone_number: '+2348012345678',
-      billing_address: {
-        line1: '1 Marina',
-        line2: '',
-        city: 'Lagos',
-        state: 'Lagos',
-        zip_code: '101001',
-        country: 'NG',
-      },
-    },
-    description: form.description || 'Test order',
-    currency: 'NGN',
-    amount: form.amount,
-    payment_method: { type: 'bank_account' },
-    metadata: {
-      order: { identifier: `dashboard-${Date.now()}`, items: [{ name: 'Test item', type: 'physical' }] },
-    },
-  };
-}
-
 /** What the pages' routes share: the session check, API calls as the signed-in business, the page context. */
 export interface PageTools {
   signedIn: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;

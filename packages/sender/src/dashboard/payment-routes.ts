@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { SandboxOutcome } from '../http/sandbox.js';
+import { sampleSession } from '../payments/sample-session.js';
 import { type PaymentView, paymentsPage } from './account-views.js';
 import { choice, type Form, integer, optional, readForm, text } from './form.js';
-import { apiRefusal, formRefusal, noticeOf, type PageTools, sandboxSession, sendPage } from './pages.js';
+import { apiRefusal, formRefusal, noticeOf, type PageTools, sendPage } from './pages.js';
 
 /** The payments view (test mode): the sandbox's sessions, made and completed through the API. */
 export function paymentPages(app: FastifyInstance, { signedIn, call, context }: PageTools): void {
@@ -33,7 +34,12 @@ export function paymentPages(app: FastifyInstance, { signedIn, call, context }: 
     // The amount's range and the description's length are the payments API's to check.
     const read = readForm(request.body, { amount: integer(), description: optional(text()) });
     if (!read.ok) return formRefusal(reply, read.error);
-    const answer = await call(request, 'POST', '/payment-sessions', sandboxSession(read.values));
+    const answer = await call(
+      request,
+      'POST',
+      '/payment-sessions',
+      sampleSession({ ...read.values, source: 'dashboard' }),
+    );
     if (answer.status !== 200 && answer.status !== 201) return apiRefusal(reply, answer.status, answer.body);
     return reply.redirect('/dashboard/payments?notice=payment_created', 303);
   });
