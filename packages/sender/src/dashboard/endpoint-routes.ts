@@ -12,7 +12,16 @@ import {
   endpointPage,
   endpointsListPage,
 } from './endpoint-views.js';
-import { choice, type Form, integer, optional, readForm, text } from './form.js';
+import {
+  choice,
+  type Form,
+  type FormRules,
+  type FormValues,
+  integer,
+  optional,
+  readForm,
+  text,
+} from './form.js';
 import { apiRefusal, asUtc, noticeOf, type PageTools, type Refusal, refusalOf, sendPage } from './pages.js';
 
 interface Stats {
@@ -150,18 +159,38 @@ export function endpointPages(
     (request, reply) => one(request, reply, { notice: noticeOf(request.query) }),
   );
 
-  app.post<{ Params: { id: string }; Body: Form }>(
-    '/endpoints/:id/status',
-    { preHandler: signedIn },
-    async (request, reply) => {
-      const id = encodeURIComponent(request.params.id);
-      const read = readForm(request.body, FORMS.status);
-      if (!read.ok) return one(request, reply, { refusal: refusalOf(read.error) });
-      const { status } = read.values;
-      const answer = await call(request, 'PATCH', `/webhook-endpoints/${id}`, { status });
-      if (answer.status !== 200) return apiRefusal(reply, answer.status, answer.body);
-      return reply.redirect(`/dashboard/endpoints/${id}?notice=endpoint_${status}`, 303);
-    },
+  /**
+   * An action of an endpoint's page: its form read against `rules` (a refusal shown on the page),
+   * the API asked (`ask`: method, URL, body), and once it answers 200, back to the page `to` names;
+   * any other answer is the API's refusal.
+   */
+  const endpointAction = <R extends FormRules>(
+    action: string,
+    rules: R,
+    ask: (
+      id: string,
+      values: FormValues<R>,
+    ) => [method: 'PATCH' | 'POST' | 'DELETE', url: string, body?: unknown],
+    to: (id: string, values: FormValues<R>) => string,
+  ) =>
+    app.post<{ Params: { id: string }; Body: Form }>(
+      `/endpoints/:id/${action}`,
+      { preHandler: signedIn },
+      async (request, reply) => {
+        const id = encodeURIComponent(request.params.id);
+        const read = readForm(request.body, rules);
+        if (!read.ok) return one(request, reply, { refusal: refusalOf(read.error) });
+        const answer = await call(request, ...ask(id, read.values));
+        if (answer.status !== 200) return apiRefusal(reply, answer.status, answer.body);
+        return reply.redirect(to(id, read.values), 303);
+      },
+    );
+
+  endpointAction(
+    'status',
+    FORMS.status,
+    (id, { status }) => ['PATCH', `/webhook-endpoints/${id}`, { status }],
+    (id, { status }) => `/dashboard/endpoints/${id}?notice=endpoint_${status}`,
   );
 
   app.post<{ Params: { id: string }; Body: Form }>(
@@ -195,32 +224,22 @@ export function endpointPages(
     },
   );
 
-  app.post<{ Params: { id: string }; Body: Form }>(
-    '/endpoints/:id/rotate-secret',
-    { preHandler: signedIn },
-    async (request, reply) => {
-      const id = encodeURIComponent(request.params.id);
-      const read = readForm(request.body, FORMS.rotate);
-      if (!read.ok) return one(request, reply, { refusal: refusalOf(read.error) });
-      const answer = await call(request, 'POST', `/webhook-endpoints/${id}/signing-secrets/rotate`, {
-        overlap_seconds: read.values.overlap_seconds,
-      });
-      if (answer.status !== 200) return apiRefusal(reply, answer.status, answer.body);
-      return reply.redirect(`/dashboard/endpoints/${id}?notice=secret_rotated`, 303);
-    },
+  endpointAction(
+    'rotate-secret',
+    FORMS.rotate,
+    (id, { overlap_seconds }) => [
+      'POST',
+      `/webhook-endpoints/${id}/signing-secrets/rotate`,
+      { overlap_seconds },
+    ],
+    (id) => `/dashboard/endpoints/${id}?notice=secret_rotated`,
   );
 
-  app.post<{ Params: { id: string }; Body: Form }>(
-    '/endpoints/:id/delete',
-    { preHandler: signedIn },
-    async (request, reply) => {
-      const id = encodeURIComponent(request.params.id);
-      const read = readForm(request.body, FORMS.none);
-      if (!read.ok) return one(request, reply, { refusal: refusalOf(read.error) });
-      const answer = await call(request, 'DELETE', `/webhook-endpoints/${id}`);
-      if (answer.status !== 200) return apiRefusal(reply, answer.status, answer.body);
-      return reply.redirect('/dashboard/endpoints?notice=url_removed', 303);
-    },
+  endpointAction(
+    'delete',
+    FORMS.none,
+    (id) => ['DELETE', `/webhook-endpoints/${id}`],
+    () => '/dashboard/endpoints?notice=url_removed',
   );
 }
 

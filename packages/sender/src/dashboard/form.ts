@@ -61,8 +61,10 @@ export interface FieldRule<T, Required extends boolean = boolean> {
   read(value: string): { value: T } | { problem: string };
 }
 
-type Rules = Record<string, FieldRule<unknown>>;
-type Values<R extends Rules> = {
+/** A form's fields, each with its rule. */
+export type FormRules = Record<string, FieldRule<unknown>>;
+/** What {@link readForm} reads of a form with these rules: each field's value, `undefined` for an absent optional one. */
+export type FormValues<R extends FormRules> = {
   [K in keyof R]: R[K] extends FieldRule<infer T, infer Required>
     ? Required extends true
       ? T
@@ -136,11 +138,11 @@ export const checkbox: FieldRule<true, false> = {
  * read.values.status; // 'enabled' | 'disabled', as the API's schema has them
  * ```
  */
-export function readForm<R extends Rules>(
+export function readForm<R extends FormRules>(
   form: Form | undefined,
   rules: R,
   options: { group?: string } = {},
-): { ok: true; values: Values<R>; group: string[] } | { ok: false; error: ApiError } {
+): { ok: true; values: FormValues<R>; group: string[] } | { ok: false; error: ApiError } {
   const details: FieldError[] = [];
   const values: Record<string, unknown> = {};
   const group: string[] = [];
@@ -176,5 +178,5 @@ export function readForm<R extends Rules>(
       ),
     };
   }
-  return { ok: true, values: values as Values<R>, group };
+  return { ok: true, values: values as FormValues<R>, group };
 }

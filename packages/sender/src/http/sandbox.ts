@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Transaction } from 'kysely';
 import { Type } from 'typebox';
 import type { Database } from '../db/database.js';
-import type { Mode, Schema } from '../db/schema.js';
+import type { Schema } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import type { Payment } from '../payments/payment.js';
 import {
@@ -98,72 +98,55 @@ export const sandboxRoutes: FastifyPluginAsync<{ database: Database }> = async (
     },
   );
 
-  app.post<{ Params: { payment_id: string } }>(
-    '/sandbox/payment-sessions/:payment_id/settle',
-    {
-      schema: {
-        operationId: 'settleSandboxPayment',
-        summary: 'Sandbox: credit a captured payment to the business (test keys only)',
-        body: NoBody,
-        response: Answer,
+  /**
+   * A sandbox route that moves a session of one status (`from`, else 409 saying `why`) with
+   * `step`, in one transaction whose answer is stored under the Idempotency-Key.
+   */
+  const sandboxStep = (
+    action: string,
+    schema: { operationId: string; summary: string },
+    from: string,
+    why: string,
+    step: (tx: Transaction<Schema>, row: SessionRow) => Promise<ReturnType<typeof answer>>,
+  ) =>
+    app.post<{ Params: { payment_id: string } }>(
+      `/sandbox/payment-sessions/:payment_id/${action}`,
+      { schema: { ...schema, body: NoBody, response: Answer } },
+      async (request, reply) => {
+        const { businessId, mode } = request.principal;
+        return idempotentWrite(db, request, reply, 200, async (tx) => {
+          const row = await lockSession(tx, request.params.payment_id, businessId, mode);
+          if (row.status !== from)
+            throw new ApiError('invalid_state', `The payment is ${row.status}; ${why}.`);
+          return step(tx, row);
+        });
       },
+    );
+
+  sandboxStep(
+    'settle',
+    {
+      operationId: 'settleSandboxPayment',
+      summary: 'Sandbox: credit a captured payment to the business (test keys only)',
     },
-    async (request, reply) => {
-      const { businessId, mode } = request.principal;
-      return idempotentWrite(db, request, reply, 200, async (tx) => {
-        const row = await lockInState(
-          tx,
-          request.params.payment_id,
-          businessId,
-          mode,
-          'captured',
-          'only a captured payment (funds received) can be settled',
-        );
-        return answer(await settleSession(tx, row), row);
-      });
-    },
+    'captured',
+    'only a captured payment (funds received) can be settled',
+    async (tx, row) => answer(await settleSession(tx, row), row),
   );
 
-  app.post<{ Params: { payment_id: string } }>(
-    '/sandbox/payment-sessions/:payment_id/expire',
+  sandboxStep(
+    'expire',
     {
-      schema: {
-        operationId: 'expireSandboxSession',
-        summary: "Sandbox: move a pending session's clock past expires_at (test keys only)",
-        body: NoBody,
-        response: Answer,
-      },
+      operationId: 'expireSandboxSession',
+      summary: "Sandbox: move a pending session's clock past expires_at (test keys only)",
     },
-    async (request, reply) => {
-      const { businessId, mode } = request.principal;
-      return idempotentWrite(db, request, reply, 200, async (tx) => {
-        const row = await lockInState(
-          tx,
-          request.params.payment_id,
-          businessId,
-          mode,
-          'pending',
-          'only a pending session can expire',
-        );
-        const now = new Date();
-        const expiresAt = new Date(row.expires_at) < now ? new Date(row.expires_at) : now;
-        await tx.updateTable('payments').set({ expires_at: expiresAt }).where('id', '=', row.id).execute();
-        return answer(await expireSession(tx, row), row, expiresAt);
-      });
+    'pending',
+    'only a pending session can expire',
+    async (tx, row) => {
+      const now = new Date();
+      const expiresAt = new Date(row.expires_at) < now ? new Date(row.expires_at) : now;
+      await tx.updateTable('payments').set({ expires_at: expiresAt }).where('id', '=', row.id).execute();
+      return answer(await expireSession(tx, row), row, expiresAt);
     },
   );
 };
-
-/** Locks a session of this business and mode that must be in `status`; otherwise 404, or 409 saying why. */
-async function lockInState(
-  tx: Transaction<Schema>,
-  id: string,
-  businessId: string,
-  mode: Mode,
-  status: string,
-  why: string,
-): Promise<SessionRow> {
-  const row = await lockSession(tx, id, businessId, mode);
-  if (row.status !== status) throw new ApiError('invalid_state', `The payment is ${row.status}; ${why}.`);
-  return row;
-}
