@@ -6,7 +6,7 @@ import { Compile } from 'typebox/compile';
 import type { Database } from '../db/database.js';
 import { ApiError } from '../errors.js';
 import { idempotentWrite } from './idempotency.js';
-import { listPage, microsColumn, PageQuery, Pagination } from './pagination.js';
+import { listPage, listSchema, microsColumn, type PageQuery } from './pagination.js';
 
 // The two request shapes of the interface (docs/service-interface.md, "Beneficiaries": the NGN
 // shape requires all six of its fields; the USD shape requires routing_number, rail, address and
@@ -151,14 +151,7 @@ export const beneficiaryRoutes: FastifyPluginAsync<{ database: Database }> = asy
 
   app.get<{ Querystring: PageQuery }>(
     '/beneficiaries',
-    {
-      schema: {
-        summary: 'List beneficiaries',
-        operationId: 'listBeneficiaries',
-        querystring: PageQuery,
-        response: { 200: Type.Object({ data: Type.Array(BeneficiarySchema), pagination: Pagination }) },
-      },
-    },
+    { schema: listSchema('List beneficiaries', 'listBeneficiaries', BeneficiarySchema) },
     async (request) => {
       const { businessId, mode } = request.principal;
       const { rows, pagination } = await listPage(

@@ -7,7 +7,7 @@ import type { Schema } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { emailProblem } from './email.js';
 import { idempotentWrite } from './idempotency.js';
-import { listPage, microsColumn, PageQuery, Pagination } from './pagination.js';
+import { listPage, listSchema, microsColumn, type PageQuery } from './pagination.js';
 
 type CustomerRow = {
   id: string;
@@ -87,14 +87,7 @@ export const customerRoutes: FastifyPluginAsync<{ database: Database }> = async 
 
   app.get<{ Querystring: PageQuery }>(
     '/customers',
-    {
-      schema: {
-        summary: 'List customers',
-        operationId: 'listCustomers',
-        querystring: PageQuery,
-        response: { 200: Type.Object({ data: Type.Array(CustomerSchema), pagination: Pagination }) },
-      },
-    },
+    { schema: listSchema('List customers', 'listCustomers', CustomerSchema) },
     async (request) => {
       const { businessId, mode } = request.principal;
       const { rows, pagination } = await listPage(

@@ -11,7 +11,7 @@ import { ApiError } from '../errors.js';
 import { UUID } from '../ids.js';
 import { isoMicros } from '../timestamps.js';
 import { idempotentWrite } from './idempotency.js';
-import { listPage, microsColumn, PageQuery, Pagination } from './pagination.js';
+import { listPage, listSchema, microsColumn, PageQuery } from './pagination.js';
 
 const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'none'] as const;
 type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -189,14 +189,7 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database; retentionDays
 
   app.get<{ Querystring: EventQuery }>(
     '/events',
-    {
-      schema: {
-        summary: 'List events',
-        operationId: 'listEvents',
-        querystring: EventQuery,
-        response: { 200: Type.Object({ data: Type.Array(EventSummary), pagination: Pagination }) },
-      },
-    },
+    { schema: listSchema('List events', 'listEvents', EventSummary, EventQuery) },
     async (request) => {
       const { businessId, mode } = request.principal;
       const { type, delivery_status: status, payment_id: paymentId } = request.query;

@@ -1,5 +1,5 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
-import { type Static, Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 import { type Position, positionCondition } from '../db/keyset.js';
 import { ApiError } from '../errors.js';
 import { LIMIT_MESSAGE } from './errors.js';
@@ -39,6 +39,29 @@ export const Pagination = Type.Object(
   { after: Type.String(), before: Type.String(), limit: Type.Integer() },
   { title: 'Pagination' },
 );
+
+/**
+ * The schema of a list route: its operation, `query` (the page's, or one that extends it), and a
+ * page of `item`s with its {@link Pagination} as the answer.
+ *
+ * @example
+ * ```ts
+ * app.get('/customers', { schema: listSchema('List customers', 'listCustomers', CustomerSchema) }, read);
+ * ```
+ */
+export function listSchema<Item extends TSchema, Query extends TSchema = typeof PageQuery>(
+  summary: string,
+  operationId: string,
+  item: Item,
+  query?: Query,
+) {
+  return {
+    summary,
+    operationId,
+    querystring: query ?? PageQuery,
+    response: { 200: Type.Object({ data: Type.Array(item), pagination: Pagination }) },
+  };
+}
 
 /** Cursors are opaque: base64url of the position of the row at the edge of a page. */
 export function encodeCursor(position: Position): string {

@@ -13,7 +13,7 @@ import type { Payment } from '../payments/payment.js';
 import { isoMicros } from '../timestamps.js';
 import { emailProblem } from './email.js';
 import { responseStored, responseUpdate } from './idempotency.js';
-import { listPage, microsColumn, PageQuery, Pagination } from './pagination.js';
+import { listPage, listSchema, microsColumn, PageQuery } from './pagination.js';
 
 /** Payment method types accepted on creation; the spelling `crypto address` is normalized. */
 const METHOD_TYPES = ['card', 'bank_account', 'etransfer', 'wallet', 'crypto_address'] as const;
@@ -304,15 +304,15 @@ export const paymentRoutes: FastifyPluginAsync<{ database: Database; config: Sen
   app.get<{ Querystring: PageQuery & { status?: string } }>(
     '/payments',
     {
-      schema: {
-        summary: 'List payments',
-        operationId: 'listPayments',
-        querystring: Type.Intersect([
+      schema: listSchema(
+        'List payments',
+        'listPayments',
+        SessionEnvelopeSchema,
+        Type.Intersect([
           PageQuery,
           Type.Object({ status: Type.Optional(Type.Union(STATUSES.map((s) => Type.Literal(s)))) }),
         ]),
-        response: { 200: Type.Object({ data: Type.Array(SessionEnvelopeSchema), pagination: Pagination }) },
-      },
+      ),
     },
     async (request) => {
       const { businessId, mode } = request.principal;
