@@ -13,6 +13,12 @@ interface NodeFramework {
   serve: string;
 }
 
+/** How an app whose `listen` returns a Node.js server (Express, Koa) starts and stops it. */
+const LISTEN_NODE_SERVER = `const server = app.listen(Number(PORT));
+await new Promise((resolve) => server.once('listening', resolve));
+const port = server.address().port;
+const stop = () => new Promise((resolve) => server.close(resolve));`;
+
 const NODE_FRAMEWORKS = {
   express: {
     title: 'Express',
@@ -20,10 +26,7 @@ const NODE_FRAMEWORKS = {
     imports: `import express from 'express';\nimport { payhook } from '@payhook/express';`,
     serve: `const app = express();
 app.use('/webhooks', payhook(receiver)); // before express.json(): the raw body is verified
-const server = app.listen(Number(PORT));
-await new Promise((resolve) => server.once('listening', resolve));
-const port = server.address().port;
-const stop = () => new Promise((resolve) => server.close(resolve));`,
+${LISTEN_NODE_SERVER}`,
   },
   koa: {
     title: 'Koa',
@@ -31,10 +34,7 @@ const stop = () => new Promise((resolve) => server.close(resolve));`,
     imports: `import Koa from 'koa';\nimport { payhook } from '@payhook/koa';`,
     serve: `const app = new Koa();
 app.use(payhook(receiver, { path: '/webhooks' })); // with or without a body parser after it
-const server = app.listen(Number(PORT));
-await new Promise((resolve) => server.once('listening', resolve));
-const port = server.address().port;
-const stop = () => new Promise((resolve) => server.close(resolve));`,
+${LISTEN_NODE_SERVER}`,
   },
   fastify: {
     title: 'Fastify',
