@@ -76,6 +76,22 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
     return record?.state === 'processing' && record.owner === owner ? record : undefined;
   };
 
+  /**
+   * Ends the event `owner` holds (`end` sets its final state): no owner, no lease, kept to refuse
+   * duplicates. False when `owner` does not hold it. (Records are never handed out, only copies,
+   * so they change in place.)
+   */
+  const finish = (key: string, owner: string, end: (record: StoredEvent) => void): boolean => {
+    const record = held(key, owner);
+    if (!record) return false;
+    end(record);
+    record.owner = undefined;
+    record.leaseUntil = undefined;
+    record.updatedAt = now();
+    put(record, true);
+    return true;
+  };
+
   const store: IdempotencyStore = {
     leaseMs: options.leaseMs,
     // Per-object order: one step with the done mark, as everything here is synchronous.
@@ -129,29 +145,18 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Idempotency
     },
 
     async complete(key, owner) {
-      const record = held(key, owner);
-      if (!record) return false;
-      // A tombstone: the payload is not needed to refuse duplicates. (Records are never handed
-      // out, only copies, so they change in place.)
-      record.state = 'done';
-      record.owner = undefined;
-      record.leaseUntil = undefined;
-      record.payload = undefined;
-      record.updatedAt = now();
-      put(record, true);
-      return true;
+      // A tombstone: the payload is not needed to refuse duplicates.
+      return finish(key, owner, (record) => {
+        record.state = 'done';
+        record.payload = undefined;
+      });
     },
 
     async fail(key, owner, error) {
-      const record = held(key, owner);
-      if (!record) return false;
-      record.state = 'failed';
-      record.owner = undefined;
-      record.leaseUntil = undefined;
-      record.error = error;
-      record.updatedAt = now();
-      put(record, true);
-      return true;
+      return finish(key, owner, (record) => {
+        record.state = 'failed';
+        record.error = error;
+      });
     },
 
     async recover(owner, leaseMs, limit) {
