@@ -14,9 +14,9 @@ import {
 import { ApiError } from '../errors.js';
 import { checkWebhookUrl, type Resolver } from '../net/webhook-url.js';
 import { EndpointFailure, withFailures } from './endpoint-operations.js';
-import { responseStored, storeResponse } from './idempotency.js';
+import { idempotentWrite } from './idempotency.js';
 import { WEBHOOKS } from './openapi.js';
-import { keysetPage, microsColumn, PageQuery, Pagination } from './pagination.js';
+import { listPage, listSchema, microsColumn, type PageQuery } from './pagination.js';
 import { endpointSecretRoutes } from './webhook-endpoint-secrets.js';
 
 /** The event types a filter may name: those of the OpenAPI document's `webhooks` section. */
@@ -158,7 +158,7 @@ export const webhookEndpointRoutes: FastifyPluginAsync<{
       const body = request.body;
       const enabledEvents = filterOf(body.enabled_events);
       await vetUrl(body.url);
-      const response = await db.transaction().execute(async (tx) => {
+      return idempotentWrite(db, request, reply, 201, async (tx) => {
         const row = await createEndpoint(tx, request.principal, {
           url: body.url,
           description: body.description ?? null,
@@ -166,40 +166,20 @@ export const webhookEndpointRoutes: FastifyPluginAsync<{
           ...(body.signature_scheme ? { signatureScheme: body.signature_scheme } : {}),
           rateLimitPerSecond: body.rate_limit_per_second ?? null,
         });
-        const created = { data: { ...toEndpointView(row), failure: null } };
-        await storeResponse(tx, request, reply, 201, created);
-        return created;
+        return { data: { ...toEndpointView(row), failure: null } };
       });
-      responseStored(request, 201);
-      reply.code(201);
-      return response;
     },
   );
 
   app.get<{ Querystring: PageQuery }>(
     '/webhook-endpoints',
-    {
-      schema: {
-        summary: 'List webhook endpoints',
-        operationId: 'listWebhookEndpoints',
-        querystring: PageQuery,
-        response: { 200: Type.Object({ data: Type.Array(WebhookEndpoint), pagination: Pagination }) },
-      },
-    },
+    { schema: listSchema('List webhook endpoints', 'listWebhookEndpoints', WebhookEndpoint) },
     async (request) => {
-      const { rows, pagination } = await keysetPage<EndpointRow & { micros: string }>(
+      const { rows, pagination } = await listPage(
         request.query,
-        async (where, order, limit) => {
-          let q = selectEndpoints(db, request.principal)
-            .select(microsColumn.as('micros'))
-            .orderBy('created_at', order)
-            .orderBy('id', order)
-            .limit(limit);
-          if (where) q = q.where(where);
-          return (await q.execute()) as (EndpointRow & { micros: string })[];
-        },
+        selectEndpoints(db, request.principal).select(microsColumn.as('micros')),
       );
-      return { data: await present(rows), pagination };
+      return { data: await present(rows as EndpointRow[]), pagination };
     },
   );
 
