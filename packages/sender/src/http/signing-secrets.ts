@@ -1,6 +1,8 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Transaction } from 'kysely';
 import { type Static, type TSchema, Type } from 'typebox';
 import type { Database } from '../db/database.js';
+import type { Schema } from '../db/schema.js';
 import { signingKeyring } from '../signing/keyring.js';
 import {
   DEFAULT_ROTATION_OVERLAP_SECONDS,
@@ -57,6 +59,25 @@ export const RotateBody = Type.Union(
   { description: 'Optional.' },
 );
 
+/**
+ * Answers a rotation's POST: `rotate` (with the overlap asked, or the default) makes the new
+ * secret and returns the secrets after, in one idempotent write whose answer is never cached;
+ * then `rotated` tells the signing keyring, which forgets the secrets it held.
+ */
+export async function rotation<T>(
+  database: Database,
+  request: FastifyRequest<{ Body: Static<typeof RotateBody> | undefined }>,
+  reply: FastifyReply,
+  rotate: (tx: Transaction<Schema>, overlapSeconds: number) => Promise<T>,
+  rotated: () => void,
+): Promise<T> {
+  const overlap = request.body?.overlap_seconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
+  reply.header('cache-control', 'no-store');
+  const response = await idempotentWrite(database.db, request, reply, 200, (tx) => rotate(tx, overlap));
+  rotated();
+  return response;
+}
+
 const DESCRIPTION =
   'Every delivery attempt carries Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) signed with each valid secret of the business in this mode. Secrets are shown only to their own business.';
 
@@ -95,15 +116,16 @@ export const signingSecretRoutes: FastifyPluginAsync<{ database: Database }> = a
         response: { 200: SigningSecrets },
       },
     },
-    async (request, reply) => {
-      const overlap = request.body?.overlap_seconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
-      reply.header('cache-control', 'no-store');
-      const response = await idempotentWrite(db, request, reply, 200, async (tx) => {
-        await rotateSigningSecret(tx, request.principal, overlap);
-        return { data: await listSigningSecrets(tx, request.principal) };
-      });
-      signingKeyring(database).invalidate(request.principal);
-      return response;
-    },
+    (request, reply) =>
+      rotation(
+        database,
+        request,
+        reply,
+        async (tx, overlap) => {
+          await rotateSigningSecret(tx, request.principal, overlap);
+          return { data: await listSigningSecrets(tx, request.principal) };
+        },
+        () => signingKeyring(database).invalidate(request.principal),
+      ),
   );
 };

@@ -6,9 +6,8 @@ import { getEndpoint } from '../endpoints/store.js';
 import { ApiError } from '../errors.js';
 import { listEndpointSecrets } from '../signing/endpoint-secrets.js';
 import { signingKeyring } from '../signing/keyring.js';
-import { DEFAULT_ROTATION_OVERLAP_SECONDS, listSigningSecrets } from '../signing/secrets.js';
-import { idempotentWrite } from './idempotency.js';
-import { RotateBody, SecretValidityFields, secretList } from './signing-secrets.js';
+import { listSigningSecrets } from '../signing/secrets.js';
+import { RotateBody, rotation, SecretValidityFields, secretList } from './signing-secrets.js';
 
 /** An endpoint's secret (v1) or public key (v1a) as the API shows it. */
 export const EndpointSecret = Type.Object(
@@ -73,22 +72,23 @@ export const endpointSecretRoutes: FastifyPluginAsync<{ database: Database }> = 
         response: { 200: EndpointSecrets },
       },
     },
-    async (request, reply) => {
-      const overlap = request.body?.overlap_seconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
-      reply.header('cache-control', 'no-store');
-      const response = await idempotentWrite(db, request, reply, 200, async (tx) => {
-        const endpoint = await getEndpoint(tx, request.principal, request.params.id);
-        if (endpoint.account_secrets) {
-          throw new ApiError(
-            'invalid_state',
-            'This endpoint is signed with the business secrets: rotate them with POST /accounts/signing-secrets/rotate.',
-          );
-        }
-        await rotateSecret(tx, endpoint, overlap);
-        return { data: await listEndpointSecrets(tx, endpoint.id, endpoint.signature_scheme) };
-      });
-      signingKeyring(database).invalidateEndpoint(request.params.id);
-      return response;
-    },
+    (request, reply) =>
+      rotation(
+        database,
+        request,
+        reply,
+        async (tx, overlap) => {
+          const endpoint = await getEndpoint(tx, request.principal, request.params.id);
+          if (endpoint.account_secrets) {
+            throw new ApiError(
+              'invalid_state',
+              'This endpoint is signed with the business secrets: rotate them with POST /accounts/signing-secrets/rotate.',
+            );
+          }
+          await rotateSecret(tx, endpoint, overlap);
+          return { data: await listEndpointSecrets(tx, endpoint.id, endpoint.signature_scheme) };
+        },
+        () => signingKeyring(database).invalidateEndpoint(request.params.id),
+      ),
   );
 };
