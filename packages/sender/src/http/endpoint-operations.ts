@@ -9,7 +9,7 @@ import { RECOVER_MAX_DAYS, recoverEndpoint } from '../endpoints/lifecycle.js';
 import { getEndpoint } from '../endpoints/store.js';
 import { ApiError } from '../errors.js';
 import { isoMicros } from '../timestamps.js';
-import { responseStored, storeResponse } from './idempotency.js';
+import { storingAnswer } from './idempotency.js';
 
 const RecoverWindow = Type.Object(
   {
@@ -207,13 +207,15 @@ export const endpointOperationRoutes: FastifyPluginAsync<{
       });
       // The response is stored in the transaction of the last batch: a retry after it committed
       // replays it.
-      const { queued } = await recoverEndpoint(database.db, endpoint, window, {
-        onProgress,
-        onDone: (tx, recovery) => storeResponse(tx, request, reply, 202, answer(recovery.queued)),
-      });
-      const response = answer(queued);
-      responseStored(request, 202);
-      return response;
+      const { queued } = await storingAnswer(request, reply, (store) =>
+        recoverEndpoint(database.db, endpoint, window, {
+          onProgress,
+          onDone: async (tx, recovery) => {
+            await store(tx, 202, answer(recovery.queued));
+          },
+        }),
+      );
+      return answer(queued);
     },
   );
 

@@ -218,13 +218,42 @@ export function responseStored(request: FastifyRequest, status: number): void {
 /** Stores `response` under the request's Idempotency-Key as the answer of `status`, in the write's transaction. */
 export type StoreAnswer = <T>(status: number, response: T) => Promise<T>;
 
+/** Stores `response` under the request's Idempotency-Key as the answer of `status`, in `tx`. */
+export type StoreAnswerIn = <T>(tx: Transaction<Schema>, status: number, response: T) => Promise<T>;
+
 /**
- * Runs `work` in one transaction whose answer is stored under the request's Idempotency-Key in
- * that same commit: `work` calls `store(status, response)` for the outcome it answers (or does
- * not, when nothing it changed is to be replayed). After the commit the stored status is
- * recorded, so that the `onSend` hook does not store the same bytes again; a rolled-back
- * transaction records nothing. A process dying after the commit leaves the key replaying the
- * answer, rather than running the request a second time.
+ * Runs `work`, which stores its answer with `store(tx, status, response)` in the transaction that
+ * makes its last change (or does not, when nothing it changed is to be replayed). Once `work` has
+ * resolved, that transaction committed: the stored status is recorded, so that the `onSend` hook
+ * does not store the same bytes again. `work` rejecting records nothing. A process dying after
+ * the commit leaves the key replaying the answer, rather than running the request a second time.
+ *
+ * @example
+ * ```ts
+ * const { queued } = await storingAnswer(request, reply, (store) =>
+ *   recoverEndpoint(db, endpoint, window, { onDone: (tx, r) => store(tx, 202, answer(r.queued)) }),
+ * );
+ * ```
+ */
+export async function storingAnswer<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  work: (store: StoreAnswerIn) => Promise<T>,
+): Promise<T> {
+  let stored: number | undefined;
+  const result = await work(async (tx, status, response) => {
+    await storeResponse(tx, request, reply, status, response);
+    stored = status;
+    return response;
+  });
+  if (stored !== undefined) responseStored(request, stored);
+  return result;
+}
+
+/**
+ * {@link storingAnswer} for a write of one transaction: `work` calls `store(status, response)`
+ * for the outcome it answers, stored in that transaction's commit; a rolled-back transaction
+ * records nothing.
  *
  * @example
  * ```ts
@@ -234,22 +263,15 @@ export type StoreAnswer = <T>(status: number, response: T) => Promise<T>;
  * });
  * ```
  */
-export async function storedTransaction<T>(
+export function storedTransaction<T>(
   db: Kysely<Schema>,
   request: FastifyRequest,
   reply: FastifyReply,
   work: (tx: Transaction<Schema>, store: StoreAnswer) => Promise<T>,
 ): Promise<T> {
-  let stored: number | undefined;
-  const result = await db.transaction().execute((tx) =>
-    work(tx, async (status, response) => {
-      await storeResponse(tx, request, reply, status, response);
-      stored = status;
-      return response;
-    }),
+  return storingAnswer(request, reply, (store) =>
+    db.transaction().execute((tx) => work(tx, (status, response) => store(tx, status, response))),
   );
-  if (stored !== undefined) responseStored(request, stored);
-  return result;
 }
 
 /**
