@@ -1,6 +1,7 @@
 import { utf8Bytes } from './bytes.js';
 import { canonicalSignedData } from './canonical-json.js';
 import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
+import { type DigestPath, digestPath, nodePath } from './digest-path.js';
 import {
   lexicalDataOf,
   lexicalTextOf,
@@ -10,18 +11,9 @@ import {
   type VerifyInput,
 } from './envelope.js';
 import { isPayhookError, PayhookError } from './errors.js';
-import { hmac, hmacInto } from './hmac.js';
-import { firstMatchWeb, hmacWeb } from './hmac-web.js';
-import {
-  type CryptoPath,
-  type NodeCrypto,
-  nodeCrypto,
-  requireNodeCrypto,
-  resolveCryptoPath,
-} from './platform.js';
-
-// Undefined where node:crypto is missing: the synchronous path throws before it is reached.
-const timingSafeEqual = nodeCrypto?.timingSafeEqual as NodeCrypto['timingSafeEqual'];
+import { hmac } from './hmac.js';
+import { hmacWeb } from './hmac-web.js';
+import { type CryptoPath, nodeCrypto, requireNodeCrypto, resolveCryptoPath } from './platform.js';
 
 // The envelope's reading has its own module; these names stay importable from here.
 export { type ParsedEnvelope, parseEnvelope, type SignedPayload, type VerifyInput } from './envelope.js';
@@ -180,66 +172,51 @@ function asMalformed(error: unknown): PayhookError {
     : new PayhookError('malformed_payload', 'The body could not be read.', { cause: error });
 }
 
-/**
- * How a path finds the business id whose HMAC of `head + tail` is `expected`: at once on
- * node:crypto, at once or as a promise on the Web path. The one seam between the two paths.
- */
-type IdMatcher = (
-  head: string,
-  tail: string | Uint8Array,
-  businessIds: readonly string[],
-  expected: Uint8Array,
-) => string | undefined | Promise<string | undefined>;
-
-/** `next(value)`: at once for a value, once it settles for a promise. */
-function then<T, R>(value: T | Promise<T>, next: (settled: T) => R | Promise<R>): R | Promise<R> {
-  return value instanceof Promise ? value.then(next) : next(value);
-}
-
 type Verdict = VerifyResult | Promise<VerifyResult>;
 const LEXICAL: AppliedCanonicalization[] = ['lexical'];
 const JCS: AppliedCanonicalization[] = ['jcs'];
 const BOTH: AppliedCanonicalization[] = ['lexical', 'jcs'];
 
 /**
- * The checksum check on a body {@link parseEnvelope} read, with either path's matcher: each
- * candidate signed string in turn (lexical, then RFC 8785 for `auto`), each business id as the key.
- * Never throws on bad input. On node:crypto every step is at once, with no closure made.
+ * The one checksum check, on a body {@link parseEnvelope} read, on either crypto path
+ * (digest-path.ts): each candidate signed string in turn (lexical, then RFC 8785 for `auto`), each
+ * business id as the key. Never throws on bad input. On node:crypto every step is at once, with
+ * no closure made; on the Web path at once or as a promise.
  */
-function checkEnvelope(
+export function checkEnvelope(
   envelope: ParsedEnvelope,
   mode: Canonicalization,
   businessIds: readonly string[],
-  match: IdMatcher,
+  path: DigestPath,
 ): Verdict {
-  if (mode === 'jcs') return byJcs(envelope, businessIds, match, JCS);
+  if (mode === 'jcs') return byJcs(envelope, businessIds, path, JCS);
   const lexicalData = lexicalDataOf(envelope);
   if (lexicalData === undefined) {
     throw new TypeError(`canonicalization "${mode}" needs the raw body; pass rawBody, or use "jcs".`);
   }
-  const found = match(`${envelope.payload.event}|`, lexicalData, businessIds, envelope.expected);
-  return found instanceof Promise
-    ? found.then((id) => afterLexical(envelope, mode, businessIds, match, id))
-    : afterLexical(envelope, mode, businessIds, match, found);
+  const found = path.matchDigest(businessIds, `${envelope.payload.event}|`, lexicalData, envelope.expected);
+  return typeof found === 'number'
+    ? afterLexical(envelope, mode, businessIds, path, found)
+    : found.then((index) => afterLexical(envelope, mode, businessIds, path, index));
 }
 
 function afterLexical(
   envelope: ParsedEnvelope,
   mode: Canonicalization,
   businessIds: readonly string[],
-  match: IdMatcher,
-  id: string | undefined,
+  path: DigestPath,
+  index: number,
 ): Verdict {
-  if (id !== undefined) return verified(envelope.payload, id, 'lexical');
+  if (index >= 0) return verified(envelope.payload, businessIds[index] as string, 'lexical');
   return mode === 'lexical'
     ? mismatch(businessIds.length, LEXICAL)
-    : byJcs(envelope, businessIds, match, BOTH);
+    : byJcs(envelope, businessIds, path, BOTH);
 }
 
 function byJcs(
   envelope: ParsedEnvelope,
   businessIds: readonly string[],
-  match: IdMatcher,
+  path: DigestPath,
   tried: readonly AppliedCanonicalization[],
 ): Verdict {
   let jcs: string;
@@ -248,19 +225,21 @@ function byJcs(
   } catch (error) {
     return { ok: false, error: asMalformed(error) };
   }
-  const found = match(`${envelope.payload.event}|`, jcs, businessIds, envelope.expected);
-  return found instanceof Promise
-    ? found.then((id) => afterJcs(envelope, businessIds, tried, id))
-    : afterJcs(envelope, businessIds, tried, found);
+  const found = path.matchDigest(businessIds, `${envelope.payload.event}|`, jcs, envelope.expected);
+  return typeof found === 'number'
+    ? afterJcs(envelope, businessIds, tried, found)
+    : found.then((index) => afterJcs(envelope, businessIds, tried, index));
 }
 
 function afterJcs(
   envelope: ParsedEnvelope,
   businessIds: readonly string[],
   tried: readonly AppliedCanonicalization[],
-  id: string | undefined,
+  index: number,
 ): VerifyResult {
-  return id !== undefined ? verified(envelope.payload, id, 'jcs') : mismatch(businessIds.length, tried);
+  return index >= 0
+    ? verified(envelope.payload, businessIds[index] as string, 'jcs')
+    : mismatch(businessIds.length, tried);
 }
 
 /**
@@ -272,21 +251,7 @@ export function verifyEnvelope(
   mode: Canonicalization,
   businessIds: readonly string[],
 ): VerifyResult {
-  return checkEnvelope(envelope, mode, businessIds, matchingId) as VerifyResult;
-}
-
-/** The business id whose HMAC of `head + tail` is `expected`, compared in constant time. */
-function matchingId(
-  head: string,
-  tail: string | Uint8Array,
-  businessIds: readonly string[],
-  expected: Uint8Array,
-): string | undefined {
-  for (let i = 0; i < businessIds.length; i++) {
-    const businessId = businessIds[i] as string;
-    if (timingSafeEqual(hmacInto(businessId, head, tail), expected)) return businessId;
-  }
-  return undefined;
+  return checkEnvelope(envelope, mode, businessIds, nodePath) as VerifyResult;
 }
 
 function verified(
@@ -323,7 +288,7 @@ export interface VerifyAsyncOptions extends VerifyOptions {
  * {@link verifyChecksum} on every runtime: on the Web path where node:crypto is missing (browsers,
  * Workers without nodejs_compat, any bundle for the browser platform), the HMAC computed in
  * JavaScript for a body up to 12 KB and by `crypto.subtle` above, compared in constant time either
- * way; on Node it answers with the synchronous verdict. Same verdicts, same errors.
+ * way; on Node with node:crypto. The same flow, the same verdicts, the same errors.
  *
  * @example
  * ```ts
@@ -335,39 +300,17 @@ export async function verifyChecksumAsync(
   input: VerifyInput,
   options: VerifyAsyncOptions,
 ): Promise<VerifyResult> {
-  if (resolveCryptoPath(options.crypto) === 'node') return verifyChecksum(input, options);
-  const read = readEnvelope(input, options, 'verifyChecksumAsync');
-  return 'envelope' in read ? verifyEnvelopeAsync(read.envelope, read.mode, options.businessIds) : read;
-}
-
-/** {@link verifyEnvelope} on the Web path: the same flow, with the Web path's matcher. */
-export async function verifyEnvelopeAsync(
-  envelope: ParsedEnvelope,
-  mode: Canonicalization,
-  businessIds: readonly string[],
-): Promise<VerifyResult> {
-  return checkEnvelope(envelope, mode, businessIds, matchingIdWeb);
-}
-
-/**
- * {@link matchingId} on the Web path: every id is tried, in JavaScript for a small message, else
- * by `subtle.verify` (hmac-web.ts), the signed bytes then copied before any await: `tail` may be a
- * view into the lexical reader's buffers, which the next read reuses.
- */
-function matchingIdWeb(
-  head: string,
-  tail: string | Uint8Array,
-  businessIds: readonly string[],
-  expected: Uint8Array,
-): string | undefined | Promise<string | undefined> {
-  return then(firstMatchWeb(businessIds, head, tail, [expected]), (index) =>
-    index < 0 ? undefined : businessIds[index],
-  );
+  const path = digestPath(options.crypto);
+  const read = readEnvelope(input, options, path === nodePath ? 'verifyChecksum' : 'verifyChecksumAsync');
+  return 'envelope' in read ? checkEnvelope(read.envelope, read.mode, options.businessIds, path) : read;
 }
 
 /**
  * {@link computeChecksum} on every runtime: the Web path where node:crypto is missing (or with
  * `crypto: 'web'`), the synchronous one on Node.
+ *
+ * @deprecated Checksums are computed where events are sent, on Node: use {@link computeChecksum}
+ * (or `encodeSignedEvent`, which writes the whole body). Removed in the next major version.
  *
  * @example
  * ```ts

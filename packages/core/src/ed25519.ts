@@ -1,8 +1,11 @@
 // Standard Webhooks asymmetric signatures: `v1a,<base64 Ed25519 signature>` over
 // `id.timestamp.body`, with a `whsk_` secret key (the sender's) and a `whpk_` public key (all a
 // receiver holds: it can verify and cannot sign). docs/decisions.md, "Ed25519 signatures (v1a)".
-import { base64Of, bytesOfBase64, joinBytes } from './bytes.js';
+import { base64Of, bytesOfBase64 } from './bytes.js';
 import { type NodeCrypto, requireNodeCrypto, requireSubtle, type WebCryptoKey } from './platform.js';
+import { isTimestampText, signedContent } from './signature-wire.js';
+
+export { ED25519_SIGNATURE_BYTES } from './signature-wire.js';
 
 /** The prefix of an Ed25519 public key; the rest is the base64 of its 32 raw bytes. */
 export const SIGNING_PUBLIC_KEY_PREFIX = 'whpk_';
@@ -32,9 +35,6 @@ export interface SigningSecretKey {
   /** The raw public key, when the secret key carried it (the 64-byte form); else derived on use. */
   publicKey: Uint8Array | undefined;
 }
-
-/** Bytes of an Ed25519 signature. */
-export const ED25519_SIGNATURE_BYTES = 64;
 
 // DER prefixes of an Ed25519 public key (SPKI) and private key (PKCS #8), followed by the 32 bytes.
 const SPKI_PREFIX = [0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00];
@@ -136,8 +136,7 @@ function webPrivateKey(seed: Uint8Array): Promise<WebCryptoKey> {
 
 /**
  * A new Ed25519 key pair for `v1a` signatures: the sender keeps `secretKey`, the receiver is given
- * `publicKey` (`createReceiver({ signingPublicKeys: [publicKey] })`). Synchronous, on node:crypto;
- * {@link generateSigningKeyPairAsync} works on Web Crypto everywhere.
+ * `publicKey` (`createReceiver({ signingPublicKeys: [publicKey] })`). Synchronous, on node:crypto.
  *
  * @example
  * ```ts
@@ -156,7 +155,12 @@ export function generateSigningKeyPair(): SigningKeyPair {
   };
 }
 
-/** {@link generateSigningKeyPair} on Web Crypto: works on every runtime that has `crypto.subtle`. */
+/**
+ * {@link generateSigningKeyPair} on Web Crypto: works on every runtime that has `crypto.subtle`.
+ *
+ * @deprecated Keys are made where the sender runs, on Node: use {@link generateSigningKeyPair}.
+ * Removed in the next major version.
+ */
 export async function generateSigningKeyPairAsync(): Promise<SigningKeyPair> {
   const subtle = requireSubtle();
   const pair = (await subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify'])) as {
@@ -187,7 +191,12 @@ export function signingPublicKeyOf(secretKey: string | SigningSecretKey): string
   return SIGNING_PUBLIC_KEY_PREFIX + base64Of(derived);
 }
 
-/** {@link signingPublicKeyOf} on Web Crypto. */
+/**
+ * {@link signingPublicKeyOf} on Web Crypto.
+ *
+ * @deprecated The sender, on Node, shows a business its public key: use
+ * {@link signingPublicKeyOf}. Removed in the next major version.
+ */
 export async function signingPublicKeyOfAsync(secretKey: string | SigningSecretKey): Promise<string> {
   const key = secretKeyOf(secretKey);
   const subtle = requireSubtle();
@@ -208,14 +217,10 @@ export async function signingPublicKeyOfAsync(secretKey: string | SigningSecretK
   return SIGNING_PUBLIC_KEY_PREFIX + base64Of(derived);
 }
 
-/** The bytes a signature covers: `id.timestamp.body`. */
-export const signedContent = (id: string, timestamp: string, body: string | Uint8Array): Uint8Array =>
-  joinBytes(`${id}.${timestamp}.`, body);
-
 /**
  * One `v1a,<base64>` signature of `id.timestamp.body` under a `whsk_` secret key: an entry of the
  * `webhook-signature` header, which lists entries separated by spaces (a `v1,` HMAC signature may
- * sit beside it). Synchronous, on node:crypto; {@link signV1aAsync} on Web Crypto.
+ * sit beside it). Synchronous, on node:crypto.
  *
  * @example
  * ```ts
@@ -233,7 +238,12 @@ export function signV1a(
   return `v1a,${base64Of(c.sign(null, signedContent(id, timestamp, body), nodePrivateKey(c, key.seed)))}`;
 }
 
-/** {@link signV1a} on Web Crypto. */
+/**
+ * {@link signV1a} on Web Crypto.
+ *
+ * @deprecated Signing is the sender's, which runs on Node: use {@link signV1a}. Removed in the
+ * next major version.
+ */
 export async function signV1aAsync(
   secretKey: string | SigningSecretKey,
   id: string,
@@ -277,14 +287,13 @@ function headerParts(input: SignWebhookV1aInput, what: string) {
   }
   const keys = input.secretKeys.map(secretKeyOf);
   const timestamp = String(input.timestamp ?? Math.floor(Date.now() / 1000));
-  if (!/^\d{1,12}$/.test(timestamp)) throw new TypeError(`Invalid timestamp: ${timestamp} (whole seconds).`);
+  if (!isTimestampText(timestamp)) throw new TypeError(`Invalid timestamp: ${timestamp} (whole seconds).`);
   return { id, keys, timestamp };
 }
 
 /**
  * The Standard Webhooks headers of one request signed with Ed25519: `webhook-signature` lists one
- * `v1a,<base64>` per secret key, space-separated. Synchronous, on node:crypto;
- * {@link signWebhookV1aAsync} on Web Crypto.
+ * `v1a,<base64>` per secret key, space-separated. Synchronous, on node:crypto.
  *
  * @example
  * ```ts
@@ -298,7 +307,12 @@ export function signWebhookV1a(input: SignWebhookV1aInput): V1aSignatureHeaders 
   return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signature };
 }
 
-/** {@link signWebhookV1a} on Web Crypto. */
+/**
+ * {@link signWebhookV1a} on Web Crypto.
+ *
+ * @deprecated Signing is the sender's, which runs on Node: use {@link signWebhookV1a}. Removed in
+ * the next major version.
+ */
 export async function signWebhookV1aAsync(input: SignWebhookV1aInput): Promise<V1aSignatureHeaders> {
   const { id, keys, timestamp } = headerParts(input, 'signWebhookV1aAsync');
   const entries = await Promise.all(keys.map((key) => signV1aAsync(key, id, timestamp, input.body)));
@@ -306,23 +320,8 @@ export async function signWebhookV1aAsync(input: SignWebhookV1aInput): Promise<V
 }
 
 /**
- * The `v1a` signatures a `webhook-signature` header lists, decoded (64 bytes each; entries that
- * are not base64 of that length are left out), at most `max`.
- */
-export function listV1aSignatures(header: string, max = 16): Uint8Array[] {
-  const out: Uint8Array[] = [];
-  for (const entry of header.split(' ')) {
-    if (out.length >= max) break;
-    if (!entry.startsWith('v1a,')) continue;
-    const bytes = bytesOfBase64(entry.slice(4));
-    if (bytes !== undefined && bytes.length === ED25519_SIGNATURE_BYTES) out.push(bytes);
-  }
-  return out;
-}
-
-/**
  * The index of the first public key under which one of `signatures` verifies `content` (the
- * signed bytes, `id.timestamp.body`), or -1. Synchronous, on node:crypto.
+ * signed bytes, `id.timestamp.body`), or -1. Synchronous, on node:crypto (digest-path.ts chooses).
  */
 export function matchV1a(
   publicKeys: readonly SigningPublicKey[],

@@ -1,13 +1,11 @@
 import { utf8Slice } from './bytes.js';
-import { listV1aSignatures, SIGNING_PUBLIC_KEY_PREFIX, type SigningPublicKey } from './ed25519.js';
+import { SIGNING_PUBLIC_KEY_PREFIX, type SigningPublicKey } from './ed25519.js';
+import { isTimestampText, signaturesOf, signedHead } from './signature-wire.js';
+import { parseSigningSecret, SIGNING_SECRET_PREFIX, type SigningKey } from './signing-secret.js';
 import {
   DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
-  isTimestampText,
-  parseSigningSecret,
   publicKeysOf,
   type ReceivedSignature,
-  SIGNING_SECRET_PREFIX,
-  type SigningKey,
   type VerifySignatureOptions,
 } from './webhook-signature.js';
 
@@ -94,7 +92,7 @@ export function explainSignatureWith(
       matches: listed.includes(expected),
     });
   });
-  const v1a = listV1aSignatures(signature);
+  const v1a = signaturesOf(signature, 'v1a');
   const publicKeys: SignatureExplanation['publicKeys'] = [];
   (options.publicKeys ?? []).forEach((k, index) => {
     let key: SigningPublicKey;
@@ -113,7 +111,7 @@ export function explainSignatureWith(
   const withinTolerance = skew === undefined ? undefined : Math.abs(skew) <= tolerance;
   return {
     ok: withinTolerance === true && [...secrets, ...publicKeys].some((s) => s.matches),
-    signedContent: `${id}.${timestamp}.${text.length > 120 ? `${text.slice(0, 120)}...` : text}`,
+    signedContent: `${signedHead(id, timestamp)}${text.length > 120 ? `${text.slice(0, 120)}...` : text}`,
     listed,
     secrets,
     publicKeys,

@@ -1,4 +1,4 @@
-import { base64Of, joinBytes, utf8Bytes } from './bytes.js';
+import { base64Of, utf8Bytes } from './bytes.js';
 import { DEFAULT_MAX_DEPTH } from './canonical-rules.js';
 import { type AppliedCanonicalization, candidateMessages, hmacHex, type VerifyOptions } from './checksum.js';
 import { matchV1a, matchV1aAsync } from './ed25519.js';
@@ -12,6 +12,7 @@ import {
 } from './explain-signature.js';
 import { hmacWeb } from './hmac-web.js';
 import { type CryptoPath, resolveCryptoPath } from './platform.js';
+import { signedContent } from './signature-wire.js';
 import {
   type ReceivedSignature,
   readSignatureHeaders,
@@ -106,7 +107,7 @@ const nodeDigests: Digests = {
   checksum: hmacHex,
   signature: (key, id, timestamp, body) => base64Of(signatureDigest(key, id, timestamp, body)),
   v1a: (key, signatures, id, timestamp, body) =>
-    matchV1a([key], signatures, joinBytes(`${id}.${timestamp}.`, body)) >= 0,
+    matchV1a([key], signatures, signedContent(id, timestamp, body)) >= 0,
 };
 
 function explainWith(input: VerifyInput, options: ExplainOptions, digests: Digests): ChecksumExplanation {
@@ -121,6 +122,9 @@ function explainWith(input: VerifyInput, options: ExplainOptions, digests: Diges
 /**
  * {@link explainChecksumMismatch} on every runtime: the HMACs on Web Crypto where node:crypto is
  * missing (or with `crypto: 'web'`). The same explanation.
+ *
+ * @deprecated A mismatch is explained on Node, from the body and headers as received: use
+ * {@link explainChecksumMismatch} (or `payhook verify`). Removed in the next major version.
  */
 export async function explainChecksumMismatchAsync(
   input: VerifyInput,
@@ -143,11 +147,11 @@ export async function explainChecksumMismatchAsync(
       want(`c\u0000${id}\u0000${message}`, async () => hex(await hmacWeb(id, utf8Bytes(message)))),
     signature: (key, id, timestamp, body) =>
       want(`s\u0000${base64Of(key)}\u0000${id}\u0000${timestamp}`, async () =>
-        base64Of(await hmacWeb(key, joinBytes(`${id}.${timestamp}.`, body))),
+        base64Of(await hmacWeb(key, signedContent(id, timestamp, body))),
       ),
     v1a: (key, signatures, id, timestamp, body) =>
       want(`a\u0000${key.publicKey}\u0000${id}\u0000${timestamp}`, async () =>
-        String((await matchV1aAsync([key], signatures, joinBytes(`${id}.${timestamp}.`, body))) >= 0),
+        String((await matchV1aAsync([key], signatures, signedContent(id, timestamp, body))) >= 0),
       ) === 'true',
   };
   explainWith(input, options, web);

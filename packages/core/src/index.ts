@@ -159,6 +159,13 @@ export type { WebhookPath } from './receiver/webhook-path.js';
 export { createWebhookPath } from './receiver/webhook-path.js';
 export { writeResponse } from './receiver/write-response.js';
 export { encodeSignedEvent } from './signed-event.js';
+export type { SigningKey } from './signing-secret.js';
+export {
+  generateSigningSecret,
+  MIN_SIGNING_SECRET_BYTES,
+  parseSigningSecret,
+  SIGNING_SECRET_PREFIX,
+} from './signing-secret.js';
 export type { MemoryStoreOptions } from './store/memory-store.js';
 export { createMemoryStore, DEFAULT_RETENTION_MS } from './store/memory-store.js';
 export type {
@@ -175,20 +182,15 @@ export type {
   ReceivedSignature,
   SignatureResult,
   SignatureSuccess,
-  SigningKey,
   SignWebhookInput,
+  VerifySignatureAsyncOptions,
   VerifySignatureOptions,
   WebhookSignatureHeaders,
 } from './webhook-signature.js';
 export {
   DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
-  generateSigningSecret,
-  MIN_SIGNING_SECRET_BYTES,
-  parseSigningSecret,
   readSignatureHeaders,
-  SIGNING_SECRET_PREFIX,
   signWebhook,
   verifyWebhookSignature,
+  verifyWebhookSignatureAsync,
 } from './webhook-signature.js';
-export type { VerifySignatureAsyncOptions } from './webhook-signature-async.js';
-export { verifyWebhookSignatureAsync } from './webhook-signature-async.js';

@@ -1,16 +1,20 @@
 // Standard Webhooks signatures (https://www.standardwebhooks.com): beside the service's checksum,
 // a signature keyed by a strong per-business secret, over the event's id, a timestamp and the exact
 // body bytes. docs/decisions.md, "Signatures beside the checksum".
-import { allocBytes, base64Of, bytesOfBase64, joinBytes } from './bytes.js';
-import { listV1aSignatures, matchV1a, parseSigningPublicKey, type SigningPublicKey } from './ed25519.js';
+import { type DigestPath, digestPath, type Match, nodePath } from './digest-path.js';
+import { parseSigningPublicKey, type SigningPublicKey } from './ed25519.js';
 import { PayhookError } from './errors.js';
 import { hmac } from './hmac.js';
-import { nodeCrypto, requireNodeCrypto } from './platform.js';
+import { type CryptoPath, nodeCrypto, requireNodeCrypto } from './platform.js';
+import {
+  isTimestampText,
+  listSignatures,
+  signaturesOf,
+  signedContent,
+  signedHead,
+} from './signature-wire.js';
+import { parseSigningSecret, type SigningKey } from './signing-secret.js';
 
-/** The prefix of a signing secret; the rest is the key in base64. */
-export const SIGNING_SECRET_PREFIX = 'whsec_';
-/** The fewest key bytes a signing secret may have (Svix's secrets have 24). */
-export const MIN_SIGNING_SECRET_BYTES = 24;
 /** How far a signature's timestamp may be from the receiver's clock, either way (default 5 minutes). */
 export const DEFAULT_SIGNATURE_TOLERANCE_SECONDS = 300;
 
@@ -31,76 +35,15 @@ export interface ReceivedSignature {
   signature: string | undefined;
 }
 
-/** A secret as a receiver or sender holds it: its text and its key bytes. */
-export interface SigningKey {
-  /** The secret as configured (`whsec_...`). */
-  secret: string;
-  key: Uint8Array;
-}
-
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-
-/**
- * Reads a `whsec_` secret into its key bytes; throws a TypeError naming what is wrong (never the
- * secret itself). The base64 is standard (`+/`, padded or not), as Standard Webhooks and Svix write it.
- *
- * @example
- * ```ts
- * const key = parseSigningSecret(process.env.WEBHOOK_SECRET!); // 24+ bytes
- * ```
- */
-export function parseSigningSecret(secret: string): SigningKey {
-  if (typeof secret !== 'string' || !secret.startsWith(SIGNING_SECRET_PREFIX)) {
-    throw new TypeError(
-      `Invalid signing secret: expected "${SIGNING_SECRET_PREFIX}" followed by base64 (as the sender shows it).`,
-    );
+/** The secrets read: the same array when none is text (a receiver's, read once), else a new one. */
+const keysOf = (secrets: readonly (string | SigningKey)[]): readonly SigningKey[] => {
+  for (let k = 0; k < secrets.length; k++) {
+    if (typeof secrets[k] === 'string') {
+      return secrets.map((s) => (typeof s === 'string' ? parseSigningSecret(s) : s));
+    }
   }
-  const encoded = secret.slice(SIGNING_SECRET_PREFIX.length);
-  if (encoded.length % 4 === 1 || !BASE64.test(encoded)) {
-    throw new TypeError(`Invalid signing secret: the part after "${SIGNING_SECRET_PREFIX}" is not base64.`);
-  }
-  const key = bytesOfBase64(encoded) as Uint8Array;
-  if (key.length < MIN_SIGNING_SECRET_BYTES) {
-    throw new TypeError(
-      `Invalid signing secret: ${key.length} bytes of key, at least ${MIN_SIGNING_SECRET_BYTES} are needed.`,
-    );
-  }
-  return { secret, key };
-}
-
-/**
- * A new signing secret: `whsec_` and the base64 of 32 random bytes.
- *
- * @example
- * ```ts
- * generateSigningSecret(); // 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw...'
- * ```
- */
-export function generateSigningSecret(bytes = 32): string {
-  if (!Number.isInteger(bytes) || bytes < MIN_SIGNING_SECRET_BYTES) {
-    throw new TypeError(`A signing secret needs at least ${MIN_SIGNING_SECRET_BYTES} bytes.`);
-  }
-  return SIGNING_SECRET_PREFIX + base64Of(globalThis.crypto.getRandomValues(new Uint8Array(bytes)));
-}
-
-const keysOf = (secrets: readonly (string | SigningKey)[]): SigningKey[] =>
-  secrets.map((s) => (typeof s === 'string' ? parseSigningSecret(s) : s));
-
-/**
- * Whether a `webhook-timestamp` is whole seconds as Standard Webhooks writes them: 1 to 12 ASCII
- * digits (a loop: the regular expression it replaces cost more than the comparison it guards).
- */
-export function isTimestampText(timestamp: string): boolean {
-  if (timestamp.length === 0 || timestamp.length > 12) return false;
-  for (let k = 0; k < timestamp.length; k++) {
-    const c = timestamp.charCodeAt(k);
-    if (c < 0x30 || c > 0x39) return false;
-  }
-  return true;
-}
-
-/** What the signed content holds before the body: `id.timestamp.`. */
-export const signedHead = (id: string, timestamp: string): string => `${id}.${timestamp}.`;
+  return secrets as readonly SigningKey[];
+};
 
 /** The HMAC-SHA256 of `id.timestamp.body` under `key`: the bytes a `v1,` signature carries. */
 export function signatureDigest(
@@ -203,75 +146,16 @@ export interface SignatureSuccess {
 /** What {@link verifyWebhookSignature} found. */
 export type SignatureResult = SignatureSuccess | { ok: false; error: PayhookError };
 
-/** Bytes of a `v1` (HMAC-SHA256) signature. */
-export const SIGNATURE_BYTES = 32;
 const fail = (code: 'invalid_signature' | 'signature_timestamp_out_of_tolerance', message: string) =>
   ({ ok: false, error: new PayhookError(code, message) }) as const;
 
-/** The most signatures read from one header: more is not from a sender with a few secrets in rotation. */
-export const MAX_LISTED = 16;
-// Where the listed signatures' base64 texts are in the header, as [from, to) pairs, and two
-// buffers to decode a pair of signatures into: kept between calls (verifying is synchronous).
-const listed = new Int32Array(2 * MAX_LISTED);
-// Buffers only where Node's are (this path runs only there).
-const decodedListed = nodeCrypto ? (allocBytes(SIGNATURE_BYTES) as Buffer) : undefined;
-const decodedExpected = nodeCrypto ? (allocBytes(SIGNATURE_BYTES) as Buffer) : undefined;
-
-/**
- * Finds the `v1` signatures of the right length (32 bytes of base64, padded or not) a header
- * lists, at most {@link MAX_LISTED}, and notes where they are in `listed`; returns how many. The
- * header is walked by index: splitting it and decoding each signature into a Buffer cost a tenth
- * of a 1 KB verify.
- */
-function listSignatures(header: string): number {
-  let count = 0;
-  for (let from = 0; from <= header.length && count < MAX_LISTED; ) {
-    let to = header.indexOf(' ', from);
-    if (to === -1) to = header.length;
-    if (header.startsWith('v1,', from)) {
-      // Buffer.byteLength's count for base64: padding does not count.
-      let n = to - from - 3;
-      if (n > 0 && header.charCodeAt(to - 1) === 0x3d) n--;
-      if (n > 1 && header.charCodeAt(to - 2) === 0x3d) n--;
-      if ((n * 3) >>> 2 === SIGNATURE_BYTES) {
-        listed[2 * count] = from + 3;
-        listed[2 * count + 1] = to;
-        count++;
-      }
-    }
-    from = to + 1;
-  }
-  return count;
-}
-
-/**
- * Whether the base64 text at [from, to) of `header` decodes to the bytes `expected` (canonical
- * base64 of 32 bytes) stands for. Compared as text first, every character whatever the first
- * difference (as the Standard Webhooks libraries compare); a text that differs may still be the
- * same bytes spelled otherwise (unpadded, URL-safe), so it is then decoded and compared as bytes
- * in constant time.
- */
-function signatureMatches(header: string, from: number, to: number, expected: string): boolean {
-  if (to - from === expected.length) {
-    let difference = 0;
-    for (let k = 0; k < expected.length; k++)
-      difference |= expected.charCodeAt(k) ^ header.charCodeAt(from + k);
-    if (difference === 0) return true;
-  }
-  const listedBytes = decodedListed as Buffer;
-  const expectedBytes = decodedExpected as Buffer;
-  if (listedBytes.write(header.slice(from, to), 'base64') !== SIGNATURE_BYTES) return false;
-  expectedBytes.write(expected, 'base64');
-  return (nodeCrypto as NonNullable<typeof nodeCrypto>).timingSafeEqual(listedBytes, expectedBytes);
-}
-
 /** The headers' id, timestamp and signature list, checked; or the failure to answer. */
-export type Prechecked =
+type Prechecked =
   | { id: string; timestamp: string; seconds: number; signature: string; failure?: undefined }
   | { failure: SignatureResult };
 
 /** Checks the headers' presence and the timestamp's form and tolerance (before any key). */
-export function precheck(received: ReceivedSignature, options: VerifySignatureOptions): Prechecked {
+function precheck(received: ReceivedSignature, options: VerifySignatureOptions): Prechecked {
   const { id, timestamp, signature } = received;
   if (!id || !timestamp || !signature) {
     return {
@@ -303,11 +187,7 @@ export const publicKeysOf = (keys: VerifySignatureOptions['publicKeys']): Signin
   (keys ?? []).map((k) => (typeof k === 'string' ? parseSigningPublicKey(k) : k));
 
 /** The failure when no configured key verified any listed signature. */
-export function noMatch(
-  options: VerifySignatureOptions,
-  listedV1: number,
-  listedV1a: number,
-): SignatureResult {
+function noMatch(options: VerifySignatureOptions, listedV1: number, listedV1a: number): SignatureResult {
   const v1 = (options.secrets?.length ?? 0) > 0;
   const v1a = (options.publicKeys?.length ?? 0) > 0;
   const wanted = v1 && v1a ? 'v1 or v1a' : v1a ? 'v1a' : 'v1';
@@ -321,7 +201,7 @@ export function noMatch(
 }
 
 /** The success of the `scheme` key at `index`. */
-export const matched = (
+const matched = (
   checked: { id: string; seconds: number },
   scheme: 'v1' | 'v1a',
   index: number,
@@ -334,13 +214,72 @@ export const matched = (
   publicKeyIndex: scheme === 'v1a' ? index : -1,
 });
 
+type Checked = Exclude<Prechecked, { failure: SignatureResult }>;
+type Verdict = SignatureResult | Promise<SignatureResult>;
+
+/**
+ * The one verification of Standard Webhooks headers, on either crypto path (digest-path.ts): the
+ * timestamp within the tolerance (both directions), then every configured secret against every
+ * listed `v1` signature, then, if none matched, every configured public key against every listed
+ * `v1a` signature. At once on node:crypto, with no closure made; at once or as a promise on the
+ * Web path. Throws a TypeError for a secret or public key that cannot be read.
+ */
+export function checkSignature(
+  received: ReceivedSignature,
+  body: string | Uint8Array,
+  options: VerifySignatureOptions,
+  path: DigestPath,
+): Verdict {
+  const checked = precheck(received, options);
+  if (checked.failure) return checked.failure;
+  const { signature } = checked;
+  const head = signedHead(checked.id, checked.timestamp);
+  const secrets = options.secrets ?? [];
+  const listedV1 = listSignatures(signature, 'v1');
+  const found: Match =
+    secrets.length > 0 ? path.matchListed(keysOf(secrets), head, body, signature, listedV1) : -1;
+  if (typeof found === 'number') return afterV1(checked, found, listedV1, body, options, path);
+  // v1a reads the body after the await: bytes their owner may reuse once this call returns are
+  // copied now (a Buffer's slice() would be a view of them).
+  const held =
+    typeof body !== 'string' && (options.publicKeys?.length ?? 0) > 0 ? new Uint8Array(body) : body;
+  return found.then((index) => afterV1(checked, index, listedV1, held, options, path));
+}
+
+function afterV1(
+  checked: Checked,
+  found: number,
+  listedV1: number,
+  body: string | Uint8Array,
+  options: VerifySignatureOptions,
+  path: DigestPath,
+): Verdict {
+  if (found >= 0) return matched(checked, 'v1', found);
+  const { publicKeys } = options;
+  if (publicKeys === undefined || publicKeys.length === 0) return noMatch(options, listedV1, 0);
+  const signatures = signaturesOf(checked.signature, 'v1a');
+  const content = signedContent(checked.id, checked.timestamp, body);
+  const index = path.matchV1a(publicKeysOf(publicKeys), signatures, content);
+  return typeof index === 'number'
+    ? afterV1a(checked, index, listedV1, signatures.length, options)
+    : index.then((i) => afterV1a(checked, i, listedV1, signatures.length, options));
+}
+
+const afterV1a = (
+  checked: Checked,
+  found: number,
+  listedV1: number,
+  listedV1a: number,
+  options: VerifySignatureOptions,
+): SignatureResult => (found >= 0 ? matched(checked, 'v1a', found) : noMatch(options, listedV1, listedV1a));
+
 /**
  * Verifies Standard Webhooks headers against the exact body: the timestamp within the tolerance
  * (both directions), then every configured secret against every listed `v1` signature, compared
  * in constant time, and every configured public key against every listed `v1a` (Ed25519)
  * signature. Missing headers are `invalid_signature` here; a receiver with keys refuses a request
  * without them as `signature_required`, unless it has `allowUnsigned`. Synchronous, on node:crypto; where it is
- * missing (browsers, Workers) use `verifyWebhookSignatureAsync`.
+ * missing (browsers, Workers) use {@link verifyWebhookSignatureAsync}.
  *
  * @example
  * ```ts
@@ -354,30 +293,37 @@ export function verifyWebhookSignature(
   options: VerifySignatureOptions,
 ): SignatureResult {
   if (nodeCrypto === undefined) requireNodeCrypto('verifyWebhookSignature');
-  const checked = precheck(received, options);
-  if (checked.failure) return checked.failure;
-  const { id, timestamp, signature } = checked;
-  const secrets = options.secrets ?? [];
-  const count = listSignatures(signature);
-  const head = signedHead(id, timestamp);
-  let found = -1;
-  // Every pair is compared, so the time taken says nothing about which one matched.
-  for (let k = 0; k < secrets.length; k++) {
-    const secret = secrets[k] as string | SigningKey;
-    const key = typeof secret === 'string' ? parseSigningSecret(secret).key : secret.key;
-    const expected = hmac(key, head, body, 'base64');
-    for (let j = 0; j < count; j++) {
-      const from = listed[2 * j] as number;
-      if (signatureMatches(signature, from, listed[2 * j + 1] as number, expected) && found < 0) found = k;
-    }
-  }
-  if (found >= 0) return matched(checked, 'v1', found);
-  let listedV1a = 0;
-  if (options.publicKeys !== undefined && options.publicKeys.length > 0) {
-    const signatures = listV1aSignatures(signature, MAX_LISTED);
-    listedV1a = signatures.length;
-    found = matchV1a(publicKeysOf(options.publicKeys), signatures, joinBytes(head, body));
-    if (found >= 0) return matched(checked, 'v1a', found);
-  }
-  return noMatch(options, count, listedV1a);
+  return checkSignature(received, body, options, nodePath) as SignatureResult;
+}
+
+/** Options of {@link verifyWebhookSignatureAsync}. */
+export interface VerifySignatureAsyncOptions extends VerifySignatureOptions {
+  /**
+   * `auto` (default): node:crypto where the runtime has it, else the Web path (a JavaScript HMAC
+   * for bodies up to 12 KB, Web Crypto above and for Ed25519). `web` forces the Web path (to try it
+   * on Node), `node` requires node:crypto.
+   */
+  crypto?: CryptoPath | undefined;
+}
+
+/**
+ * {@link verifyWebhookSignature} on every runtime: on the Web path where node:crypto is missing
+ * (browsers, Workers without nodejs_compat), where HMAC signatures are computed in JavaScript for a
+ * body up to 12 KB and by `crypto.subtle` above, compared in constant time either way; on Node
+ * with node:crypto. The same flow, the same verdicts, the same errors.
+ *
+ * @example
+ * ```ts
+ * const result = await verifyWebhookSignatureAsync(readSignatureHeaders(headers), rawBody, {
+ *   publicKeys: ['whpk_...'],
+ * });
+ * if (!result.ok) return new Response(JSON.stringify(result.error), { status: result.error.status });
+ * ```
+ */
+export async function verifyWebhookSignatureAsync(
+  received: ReceivedSignature,
+  body: string | Uint8Array,
+  options: VerifySignatureAsyncOptions,
+): Promise<SignatureResult> {
+  return checkSignature(received, body, options, digestPath(options.crypto));
 }

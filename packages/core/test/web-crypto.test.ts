@@ -192,6 +192,28 @@ describe('Standard Webhooks signatures on Web Crypto', () => {
     ];
     for (const [headers, b, secrets] of rows) await both(headers, b, secrets);
   });
+
+  it('verifies v1a after a v1 miss on Web Crypto although the body bytes are reused once the call returns', async () => {
+    // Over 12 KB, the v1 HMAC goes to crypto.subtle: v1a is checked after that await.
+    const large = JSON.stringify({
+      ...createTestEvent('payment.session.succeeded', BIZ),
+      pad: 'p'.repeat(20_000),
+    });
+    const pair = generateSigningKeyPair();
+    const signed = signBothSchemes('evt_big', large, SECRET, pair.secretKey);
+    const options = { secrets: [PREVIOUS], publicKeys: [pair.publicKey], crypto: 'web' as const };
+    const bytes = new TextEncoder().encode(large);
+    const pending = verifyWebhookSignatureAsync(readSignatureHeaders(signed), bytes, options);
+    bytes.fill(0x20); // as a server reusing its read buffer for the next request
+    expect(await pending).toMatchObject({ ok: true, scheme: 'v1a', publicKeyIndex: 0, secretIndex: -1 });
+    const original = new TextEncoder().encode(large);
+    const tampered = verifyWebhookSignatureAsync(readSignatureHeaders(signed), original, options);
+    original.fill(0x20);
+    expect(await verifyWebhookSignatureAsync(readSignatureHeaders(signed), original, options)).toMatchObject({
+      ok: false,
+    });
+    expect(await tampered).toMatchObject({ ok: true, scheme: 'v1a' });
+  });
 });
 
 describe('explanations on Web Crypto', () => {

@@ -1,14 +1,8 @@
 import { utf8Length } from '../bytes.js';
-import {
-  type ParsedEnvelope,
-  parseEnvelope,
-  type VerifyResult,
-  verifyEnvelope,
-  verifyEnvelopeAsync,
-} from '../checksum.js';
+import { checkEnvelope, type ParsedEnvelope, parseEnvelope, type VerifyResult } from '../checksum.js';
+import { digestPath } from '../digest-path.js';
 import { isPayhookError, PayhookError } from '../errors.js';
 import { normalizeIp } from '../ip.js';
-import { resolveCryptoPath } from '../platform.js';
 import { createEventClaim } from './claim-event.js';
 import { addressRefusal, clientAddress } from './client-address.js';
 import { isJsonContentType } from './content-type.js';
@@ -72,9 +66,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     order,
   } = resolveReceiverOptions(options);
 
-  // node:crypto verifies synchronously; Web Crypto (where node:crypto is missing, or asked for)
-  // is awaited.
-  const webCrypto = resolveCryptoPath(options.crypto) === 'web';
+  // node:crypto verifies synchronously; the Web path (where node:crypto is missing, or asked for)
+  // may answer with a promise, awaited.
+  const cryptoPath = digestPath(options.crypto);
   const registry: HandlerRegistry = { byName: new Map(), any: [], unrecognized: [], deadLetter: [] };
   const errorHandlers: ((error: unknown, info: ErrorInfo) => void)[] = [];
   let closing = false;
@@ -259,7 +253,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       // A promise only on Web Crypto: on node:crypto the step stays synchronous.
       if (unsigned instanceof Promise) unsigned = await unsigned;
       if (unsigned) return refuseEvent(unsigned, clientIp, request.headers);
-      // parseEnvelope and verifyEnvelope are verifyChecksum in two steps, so that the body's text,
+      // parseEnvelope and checkEnvelope are verifyChecksum in two steps, so that the body's text,
       // decoded once, is also what the store keeps.
       let envelope: ParsedEnvelope | undefined;
       let verified: VerifyResult;
@@ -269,9 +263,8 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           maxDepth,
         );
         const mode = rawBody !== undefined ? (canonicalization ?? 'auto') : 'jcs';
-        verified = webCrypto
-          ? await verifyEnvelopeAsync(envelope, mode, businessIds)
-          : verifyEnvelope(envelope, mode, businessIds);
+        const checked = checkEnvelope(envelope, mode, businessIds, cryptoPath);
+        verified = checked instanceof Promise ? await checked : checked;
       } catch (error) {
         verified = {
           ok: false,

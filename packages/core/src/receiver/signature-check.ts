@@ -1,15 +1,13 @@
+import { digestPath } from '../digest-path.js';
 import { parseSigningPublicKey, type SigningPublicKey } from '../ed25519.js';
 import { PayhookError } from '../errors.js';
-import { resolveCryptoPath } from '../platform.js';
+import { parseSigningSecret, type SigningKey } from '../signing-secret.js';
 import {
+  checkSignature,
   DEFAULT_SIGNATURE_TOLERANCE_SECONDS,
-  parseSigningSecret,
   readSignatureHeaders,
   type SignatureResult,
-  type SigningKey,
-  verifyWebhookSignature,
 } from '../webhook-signature.js';
-import { verifyWebhookSignatureAsync } from '../webhook-signature-async.js';
 import type { Logger } from './logger.js';
 import type { ReceiverOptions, ReceiverRequest } from './types.js';
 
@@ -84,7 +82,7 @@ export function createSignatureCheck(options: ReceiverOptions, logger: Logger): 
     '"whpk_..." public keys',
     parseSigningPublicKey,
   );
-  const path = resolveCryptoPath(options.crypto);
+  const path = digestPath(options.crypto);
   const hasKeys = keys.length > 0 || publicKeys.length > 0;
   const required = !acceptsUnsigned(options, hasKeys);
   const tolerance = options.signatureToleranceSeconds ?? DEFAULT_SIGNATURE_TOLERANCE_SECONDS;
@@ -104,12 +102,7 @@ export function createSignatureCheck(options: ReceiverOptions, logger: Logger): 
       `payhook: ${spelled}: events without a signature are accepted on their checksum alone, whose key (the business id) is not a strong secret; remove it once every sender signs, and unsigned events are refused (401 signature_required)`,
     );
   }
-  const verifyOptions = {
-    secrets: keys,
-    publicKeys,
-    toleranceSeconds: tolerance,
-    crypto: path,
-  };
+  const verifyOptions = { secrets: keys, publicKeys, toleranceSeconds: tolerance };
 
   return (request, body) => {
     const received = readSignatureHeaders(request.headers ?? {});
@@ -124,8 +117,8 @@ export function createSignatureCheck(options: ReceiverOptions, logger: Logger): 
     // A parsed body is signed as JSON.stringify gives it back: the sender's compact bytes, in
     // its key order. Mount the receiver before any body parser to verify the bytes as sent.
     const bytes = ('rawBody' in body ? body.rawBody : JSON.stringify(body.parsedBody)) ?? '';
-    if (path === 'node') return verdict(verifyWebhookSignature(received, bytes, verifyOptions));
-    return verifyWebhookSignatureAsync(received, bytes, verifyOptions).then(verdict);
+    const result = checkSignature(received, bytes, verifyOptions, path);
+    return result instanceof Promise ? result.then(verdict) : verdict(result);
   };
 }
 
