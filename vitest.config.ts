@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { configDefaults, defineConfig } from 'vitest/config';
-import { TEST_TAGS, taggedTestFiles } from './test/support/test-tags.js';
+import { TEST_TAGS, unitExcludedFiles } from './test/support/test-tags.js';
 
 const src = (pkg: string, entry = 'index.ts') =>
   fileURLToPath(new URL(`./packages/${pkg}/src/${entry}`, import.meta.url));
@@ -27,13 +27,14 @@ const root = (dir: string) => fileURLToPath(new URL(dir, import.meta.url));
 // values. A test of a missing or wrong key sets its own.
 const env = { PAYHOOK_SECRET_KEY: 'ktest:JCaga5QzmwPjolfGU_ErHLa5cS0phAowj-W7vOn7Fqk' };
 
-// `pnpm test:unit` is `vitest run --mode unit`: only the files that declare no tag (see
-// test/support/test-tags.ts), in every project, with child processes and the services' URLs
-// refused, so that a file that needs them fails there instead of passing by luck.
+// `pnpm test:unit` is `vitest run --mode unit`: the files that declare no tag (see
+// test/support/test-tags.ts), in every project, and the sender's files chosen to run on PGlite
+// alone (UNIT_PGLITE_FILES there), with child processes and the services' URLs refused, so that a
+// file that needs them fails there instead of passing by luck.
 const unitOnly = (mode: string, dir: string) =>
   mode === 'unit'
     ? {
-        exclude: [...configDefaults.exclude, ...taggedTestFiles(root(dir))],
+        exclude: [...configDefaults.exclude, ...unitExcludedFiles(root(dir))],
         setupFiles: [root('./test/support/unit-guard.ts')],
       }
     : {};

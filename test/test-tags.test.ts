@@ -2,7 +2,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { declaredTags, TEST_TAGS, type TestTag, testFiles } from './support/test-tags.js';
+import {
+  declaredTags,
+  TEST_TAGS,
+  type TestTag,
+  testFiles,
+  UNIT_PGLITE_FILES,
+  UNIT_PGLITE_TAGS,
+} from './support/test-tags.js';
 
 // `pnpm test:unit` runs the test files that declare no tag. This keeps the tags honest: a file
 // whose code (or a test helper it imports) reaches for a service, a child process, the build, a
@@ -101,5 +108,34 @@ describe('test tags', () => {
       }
     }
     expect(missing).toEqual([]);
+  });
+});
+
+// The tagged files `pnpm test:unit` runs too: on PGlite alone, so nothing of theirs may reach for
+// PostgreSQL except through `testStorages()`, which leaves it out there.
+describe('the unit loop on PGlite', () => {
+  const units = UNIT_PGLITE_FILES.map((file) => ({ file, path: join(root, file) }));
+
+  it('runs files that exist and need nothing beyond PGlite and PostgreSQL', () => {
+    const wrong = units.flatMap(({ file, path }) => {
+      if (!existsSync(path)) return [`${file}: no such file`];
+      const tags = declaredTags(readFileSync(path, 'utf8'));
+      const extra = tags.filter((tag) => !(UNIT_PGLITE_TAGS as readonly string[]).includes(tag));
+      if (!tags.includes('pglite')) return [`${file}: declares no "pglite" (an untagged file runs anyway)`];
+      return extra.length > 0 ? [`${file}: declares ${extra.join(', ')}, which the unit loop refuses`] : [];
+    });
+    expect(wrong).toEqual([]);
+  });
+
+  it('reaches PostgreSQL, where a file does, only through testStorages()', () => {
+    const wrong = units.flatMap(({ file, path }) => {
+      const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
+      if (!declaredTags(text).includes('postgres')) return [];
+      const own =
+        /TEST_DATABASE_URL|from 'pg'|startScratchPostgres|\[\s*'(?:pglite|postgres)',\s*'(?:pglite|postgres)'\s*\]/;
+      if (!/\btestStorages\(\)/.test(text)) return [`${file}: takes no storages from testStorages()`];
+      return own.test(text) ? [`${file}: names PostgreSQL itself (${own.exec(text)?.[0]})`] : [];
+    });
+    expect(wrong).toEqual([]);
   });
 });

@@ -18,3 +18,5 @@ syncBuiltinESMExports();
 // Names that cannot resolve (RFC 6761), so a connection fails at once and says why.
 process.env.TEST_REDIS_URL = 'redis://unit-tests-use-no-redis.invalid:6379';
 process.env.TEST_DATABASE_URL = 'postgres://postgres@unit-tests-use-no-postgresql.invalid:5432/test';
+// The sender's tests run on PGlite alone here (testStorages() in its test fixtures).
+process.env.PAYHOOK_TEST_UNIT = '1';

@@ -11,7 +11,7 @@ import {
   revokeApiKey,
 } from '../src/index.js';
 
-import { openTestDatabase } from './fixtures/storage.js';
+import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
 const resolve: Resolver = async (host) => {
   const answers: Record<string, string[]> = {
@@ -29,7 +29,7 @@ interface Harness {
 }
 
 // The whole API over real HTTP, once on PGlite and once on the PostgreSQL server.
-describe.each(['pglite', 'postgres'] as const)('sender API on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('sender API on %s', { timeout: 60_000 }, (storage) => {
   let h: Harness;
   let cleanup: () => Promise<void>;
   const KEY_A = 'sk_test_config_key_business_a';
@@ -336,7 +336,7 @@ describe('OpenAPI', { timeout: 60_000 }, () => {
 });
 
 // The health check against a database that is gone: a sender whose storage closed under it.
-describe.each(['pglite', 'postgres'] as const)('/healthz on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('/healthz on %s', { timeout: 60_000 }, (storage) => {
   it('answers 503 naming the database when it cannot answer a query', async () => {
     const { database, cleanup } = await openTestDatabase(storage, 'health');
     const app = await buildApp({ database, config: loadConfig({}), logger: false });

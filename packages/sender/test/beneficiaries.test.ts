@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, loadConfig } from '../src/index.js';
 import { ngnBeneficiary } from './fixtures/requests.js';
-import { openTestDatabase } from './fixtures/storage.js';
+import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
 const address = {
   line1: '1 Main St',
@@ -25,7 +25,7 @@ const usd = {
   bank_address: address,
 };
 
-describe.each(['pglite', 'postgres'] as const)('beneficiaries on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('beneficiaries on %s', { timeout: 60_000 }, (storage) => {
   let app: FastifyInstance;
   let url: string;
   let cleanup: () => Promise<void>;

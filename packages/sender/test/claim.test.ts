@@ -5,12 +5,12 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/index.js';
 import { type Claim, claimDeliveries, otherUrlsDue } from '../src/internal.js';
-import { openTestDatabase } from './fixtures/storage.js';
+import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
 const A = 'https://a.example/webhooks';
 const B = 'https://b.example/webhooks';
 
-describe.each(['postgres', 'pglite'] as const)('claimDeliveries on %s', (storage) => {
+describe.each(testStorages())('claimDeliveries on %s', (storage) => {
   let database: Database;
   let cleanup: () => Promise<void>;
   const now = new Date();

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startTestApp, type TestApp } from './fixtures/app.js';
 import { customer as baseCustomer, sessionRequest } from './fixtures/requests.js';
+import { testStorages } from './fixtures/storage.js';
 
 const customer = (n: number) => ({
   ...baseCustomer,
@@ -12,7 +13,7 @@ const customer = (n: number) => ({
   email: `ada${n}@example.com`,
 });
 
-describe.each(['pglite', 'postgres'] as const)('customers on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('customers on %s', { timeout: 60_000 }, (storage) => {
   let url: string;
   const KEY = 'sk_test_customers_a';
   const OTHER = 'sk_test_customers_b';

@@ -10,14 +10,14 @@ import {
   type DeliveryWorker,
 } from '../src/index.js';
 import { type CountingReceiver, startCountingReceiver } from './fixtures/counting-receiver.js';
-import { openTestDatabase } from './fixtures/storage.js';
+import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
 // One URL's backlog: a URL at its limit with many rows due has them paced (moved to their turn)
 // rather than read again by every claim. These tests hold the worker to what pacing must not
 // change: each row sent once, the limit kept, every row delivered, and the rows of other URLs
 // behind the backlog not kept waiting for it.
 
-describe.each(['postgres', 'pglite'] as const)("one URL's backlog on %s", { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())("one URL's backlog on %s", { timeout: 60_000 }, (storage) => {
   let database: Database;
   let cleanup: () => Promise<void>;
   let receiver: CountingReceiver;

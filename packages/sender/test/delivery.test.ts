@@ -24,9 +24,9 @@ import {
 } from '../src/index.js';
 import { manualClock, seededRandom } from './fixtures/clock.js';
 import { sessionRequest as session } from './fixtures/requests.js';
-import { openTestDatabase } from './fixtures/storage.js';
+import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
-describe.each(['pglite', 'postgres'] as const)('event delivery on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('event delivery on %s', { timeout: 60_000 }, (storage) => {
   let app: FastifyInstance;
   let base: string;
   let database: Database;

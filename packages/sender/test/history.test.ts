@@ -22,7 +22,7 @@ import { pgliteDialect } from '../src/db/pglite-pool.js';
 import type { Schema } from '../src/db/schema.js';
 import { buildApp, type Database, expireSessions, loadConfig, openDatabase } from '../src/index.js';
 import { type SeededHistory, seedHistory } from './fixtures/history.js';
-import { dropSchema, TEST_DATABASE_URL } from './fixtures/storage.js';
+import { dropSchema, TEST_DATABASE_URL, testStorages } from './fixtures/storage.js';
 
 // A history at a size where a scan costs what an index does not, made with the schema of the
 // previous version (migration 0013) and then migrated: the hourly counts of the attempts already
@@ -116,140 +116,136 @@ async function explainOnce(
 
 class Rollback extends Error {}
 
-describe.each(['postgres', 'pglite'] as const)(
-  'a provider history on %s',
-  { timeout: 300_000 },
-  (storage) => {
-    const cleanups: (() => Promise<void>)[] = [];
-    afterAll(async () => {
-      for (const cleanup of cleanups.reverse()) await cleanup();
-    });
+describe.each(testStorages())('a provider history on %s', { timeout: 300_000 }, (storage) => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  });
 
-    /** A database of the previous schema, seeded, then opened (migrated) by this version. */
-    async function migratedHistory(now: Date): Promise<{ database: Database; seeded: SeededHistory }> {
-      let old: Kysely<Schema>;
-      let open: () => Promise<Database>;
-      if (storage === 'pglite') {
-        const dir = await mkdtemp(join(tmpdir(), 'payhook-history-'));
-        cleanups.push(() => rm(dir, { recursive: true, force: true }));
-        const pglite = new PGlite(join(dir, 'data'));
-        await pglite.waitReady;
-        old = new Kysely<Schema>({ dialect: pgliteDialect(pglite) });
-        open = async () => {
-          if (!pglite.closed) await pglite.close();
-          return openDatabase({ dataDir: join(dir, 'data') });
-        };
-      } else {
-        const schema = `payhook_history_${process.pid}_${Date.now()}`;
-        cleanups.push(() => dropSchema(schema));
-        const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
-        await admin.connect();
-        await admin.query(`create schema ${schema}`);
-        await admin.end();
-        old = new Kysely<Schema>({
-          dialect: new PostgresDialect({
-            pool: new pg.Pool({
-              connectionString: TEST_DATABASE_URL,
-              options: `-c search_path=${schema}`,
-              max: 1,
-            }),
+  /** A database of the previous schema, seeded, then opened (migrated) by this version. */
+  async function migratedHistory(now: Date): Promise<{ database: Database; seeded: SeededHistory }> {
+    let old: Kysely<Schema>;
+    let open: () => Promise<Database>;
+    if (storage === 'pglite') {
+      const dir = await mkdtemp(join(tmpdir(), 'payhook-history-'));
+      cleanups.push(() => rm(dir, { recursive: true, force: true }));
+      const pglite = new PGlite(join(dir, 'data'));
+      await pglite.waitReady;
+      old = new Kysely<Schema>({ dialect: pgliteDialect(pglite) });
+      open = async () => {
+        if (!pglite.closed) await pglite.close();
+        return openDatabase({ dataDir: join(dir, 'data') });
+      };
+    } else {
+      const schema = `payhook_history_${process.pid}_${Date.now()}`;
+      cleanups.push(() => dropSchema(schema));
+      const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+      await admin.connect();
+      await admin.query(`create schema ${schema}`);
+      await admin.end();
+      old = new Kysely<Schema>({
+        dialect: new PostgresDialect({
+          pool: new pg.Pool({
+            connectionString: TEST_DATABASE_URL,
+            options: `-c search_path=${schema}`,
+            max: 1,
           }),
-        });
-        open = () => openDatabase({ url: TEST_DATABASE_URL, schema });
-      }
-      const { error } = await new Migrator({
-        db: old,
-        provider: migrationProvider,
-        ...(storage === 'postgres' ? { migrationTableSchema: (await currentSchema(old)) as string } : {}),
-      }).migrateTo(PREVIOUS);
-      expect(error).toBeUndefined();
-      const seeded = await seedHistory(old, SIZE, now);
-      await old.destroy();
-      const database = await open();
-      cleanups.push(() => database.close());
-      return { database, seeded };
+        }),
+      });
+      open = () => openDatabase({ url: TEST_DATABASE_URL, schema });
     }
+    const { error } = await new Migrator({
+      db: old,
+      provider: migrationProvider,
+      ...(storage === 'postgres' ? { migrationTableSchema: (await currentSchema(old)) as string } : {}),
+    }).migrateTo(PREVIOUS);
+    expect(error).toBeUndefined();
+    const seeded = await seedHistory(old, SIZE, now);
+    await old.destroy();
+    const database = await open();
+    cleanups.push(() => database.close());
+    return { database, seeded };
+  }
 
-    it('migrates on: hourly counts backfilled from the attempts, indexes built, rows read back the same; every call reads by index', async () => {
-      const now = new Date();
-      const { database, seeded } = await migratedHistory(now);
-      const { db } = database;
+  it('migrates on: hourly counts backfilled from the attempts, indexes built, rows read back the same; every call reads by index', async () => {
+    const now = new Date();
+    const { database, seeded } = await migratedHistory(now);
+    const { db } = database;
 
-      // The counts of the last 8 days are those of the attempts.
-      const { rows: expected } = await sql<{ hour: Date; attempts: number; succeeded: number }>`
+    // The counts of the last 8 days are those of the attempts.
+    const { rows: expected } = await sql<{ hour: Date; attempts: number; succeeded: number }>`
       select to_timestamp(floor(extract(epoch from a.started_at) / 3600) * 3600) as hour, count(*)::int as attempts,
              count(*) filter (where a.status_code = 200)::int as succeeded
       from delivery_attempts a join deliveries d on d.id = a.delivery_id
       where d.endpoint_id = ${seeded.endpointId}::uuid and a.started_at >= now() - interval '8 days'
       group by 1 order by 1`.execute(db);
-      const counted = await db
-        .selectFrom('endpoint_attempt_hours')
-        .select(['hour', 'attempts', 'succeeded'])
-        .where('endpoint_id', '=', seeded.endpointId)
-        .orderBy('hour')
-        .execute();
-      expect(counted.length).toBeGreaterThan(150);
-      // The backfill's window starts at its own now(): the first hour may be cut differently.
-      expect(counted.slice(1)).toEqual(expected.slice(expected.length - counted.length + 1));
-      for (const index of ONLINE_INDEXES) {
-        const { rows } = await sql<{ valid: boolean }>`select i.indisvalid as valid from pg_index i
+    const counted = await db
+      .selectFrom('endpoint_attempt_hours')
+      .select(['hour', 'attempts', 'succeeded'])
+      .where('endpoint_id', '=', seeded.endpointId)
+      .orderBy('hour')
+      .execute();
+    expect(counted.length).toBeGreaterThan(150);
+    // The backfill's window starts at its own now(): the first hour may be cut differently.
+    expect(counted.slice(1)).toEqual(expected.slice(expected.length - counted.length + 1));
+    for (const index of ONLINE_INDEXES) {
+      const { rows } = await sql<{ valid: boolean }>`select i.indisvalid as valid from pg_index i
         join pg_class c on c.oid = i.indexrelid where c.relname = ${index.name}
           and pg_table_is_visible(c.oid)`.execute(db);
-        expect(rows, index.name).toEqual([{ valid: true }]);
-      }
+      expect(rows, index.name).toEqual([{ valid: true }]);
+    }
 
-      const statements = new Statements();
-      const app = await buildApp({
-        database: { ...database, db: db.withPlugin(statements) },
-        config: loadConfig({ PAYHOOK_API_KEYS: `${KEY}:${seeded.businessId}:test` }),
-        logger: false,
-      });
-      cleanups.push(() => app.close());
-      const call = async (method: string, url: string, body?: unknown) => {
-        const res = await app.inject({
-          method: method as 'GET',
-          url,
-          headers: { authorization: `Bearer ${KEY}` },
-          ...(body === undefined ? {} : { payload: body as object }),
-        });
-        expect(res.statusCode, `${method} ${url}: ${res.body}`).toBeLessThan(300);
-        return res.json();
-      };
-      // Data written by the previous version reads back: the oldest payment's two events.
-      const oldest = await call('GET', `/events?payment_id=${seeded.oldestPaymentId}`);
-      expect(oldest.data.map((e: { type: string }) => e.type).sort()).toEqual([
-        'payment.session.created',
-        'payment.session.succeeded',
-      ]);
-      await call('GET', `/events?payment_id=${seeded.newestPaymentId}`);
-      // The list, its first page and one further on.
-      const first = await call('GET', '/events?limit=100');
-      await call('GET', `/events?limit=100&after=${first.pagination.after}`);
-      const stats = await call('GET', `/webhook-endpoints/${seeded.endpointId}/stats?window=7d`);
-      expect(
-        stats.data.buckets.reduce((n: number, b: { attempts: number }) => n + b.attempts, 0),
-      ).toBeGreaterThan(0);
-      await call('GET', `/webhook-endpoints/${seeded.endpointId}/stats?window=24h`);
-      const health = await call('GET', '/accounts/webhook-health');
-      const healthOf = (url: string) => health.data.find((h: { url: string }) => h.url === url);
-      expect(healthOf('https://hooks.example/history').attempts).toBeGreaterThan(0);
-      expect(healthOf('https://hooks.example/history').p50_latency_ms).toBeGreaterThanOrEqual(40);
-      expect(healthOf('https://spare.example/history')).toMatchObject({ attempts: 0, pending: 20 });
-      const since = new Date(now.getTime() - 13 * 86_400_000).toISOString();
-      const recovered = await call('POST', `/webhook-endpoints/${seeded.endpointId}/recover`, { since });
-      expect(recovered.data.queued).toBeGreaterThan(0);
-      await call('DELETE', `/webhook-endpoints/${seeded.spareEndpointId}`);
-      await expireSessions({ ...database, db: db.withPlugin(statements) }, now);
-
-      const found = await explainAll(db, statements.seen);
-      expect(found.length).toBeGreaterThan(10);
-      // The hourly counts may be scanned where the table is small: their size is the endpoints'
-      // hours, not the traffic, and the bound below holds them too.
-      expect(found.filter((s) => s.type === 'Seq Scan' && s.table !== 'endpoint_attempt_hours')).toEqual([]);
-      expect(found.filter((s) => s.read > ROWS_READ_BOUND)).toEqual([]);
+    const statements = new Statements();
+    const app = await buildApp({
+      database: { ...database, db: db.withPlugin(statements) },
+      config: loadConfig({ PAYHOOK_API_KEYS: `${KEY}:${seeded.businessId}:test` }),
+      logger: false,
     });
-  },
-);
+    cleanups.push(() => app.close());
+    const call = async (method: string, url: string, body?: unknown) => {
+      const res = await app.inject({
+        method: method as 'GET',
+        url,
+        headers: { authorization: `Bearer ${KEY}` },
+        ...(body === undefined ? {} : { payload: body as object }),
+      });
+      expect(res.statusCode, `${method} ${url}: ${res.body}`).toBeLessThan(300);
+      return res.json();
+    };
+    // Data written by the previous version reads back: the oldest payment's two events.
+    const oldest = await call('GET', `/events?payment_id=${seeded.oldestPaymentId}`);
+    expect(oldest.data.map((e: { type: string }) => e.type).sort()).toEqual([
+      'payment.session.created',
+      'payment.session.succeeded',
+    ]);
+    await call('GET', `/events?payment_id=${seeded.newestPaymentId}`);
+    // The list, its first page and one further on.
+    const first = await call('GET', '/events?limit=100');
+    await call('GET', `/events?limit=100&after=${first.pagination.after}`);
+    const stats = await call('GET', `/webhook-endpoints/${seeded.endpointId}/stats?window=7d`);
+    expect(
+      stats.data.buckets.reduce((n: number, b: { attempts: number }) => n + b.attempts, 0),
+    ).toBeGreaterThan(0);
+    await call('GET', `/webhook-endpoints/${seeded.endpointId}/stats?window=24h`);
+    const health = await call('GET', '/accounts/webhook-health');
+    const healthOf = (url: string) => health.data.find((h: { url: string }) => h.url === url);
+    expect(healthOf('https://hooks.example/history').attempts).toBeGreaterThan(0);
+    expect(healthOf('https://hooks.example/history').p50_latency_ms).toBeGreaterThanOrEqual(40);
+    expect(healthOf('https://spare.example/history')).toMatchObject({ attempts: 0, pending: 20 });
+    const since = new Date(now.getTime() - 13 * 86_400_000).toISOString();
+    const recovered = await call('POST', `/webhook-endpoints/${seeded.endpointId}/recover`, { since });
+    expect(recovered.data.queued).toBeGreaterThan(0);
+    await call('DELETE', `/webhook-endpoints/${seeded.spareEndpointId}`);
+    await expireSessions({ ...database, db: db.withPlugin(statements) }, now);
+
+    const found = await explainAll(db, statements.seen);
+    expect(found.length).toBeGreaterThan(10);
+    // The hourly counts may be scanned where the table is small: their size is the endpoints'
+    // hours, not the traffic, and the bound below holds them too.
+    expect(found.filter((s) => s.type === 'Seq Scan' && s.table !== 'endpoint_attempt_hours')).toEqual([]);
+    expect(found.filter((s) => s.read > ROWS_READ_BOUND)).toEqual([]);
+  });
+});
 
 async function currentSchema(db: Kysely<Schema>): Promise<string> {
   const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ABANDONED_AFTER_SECONDS, requestHash } from '../src/http/idempotency.js';
 import { buildApp, type Database, loadConfig, type Schema } from '../src/index.js';
 import { ngnBeneficiary } from './fixtures/requests.js';
-import { openTestDatabase } from './fixtures/storage.js';
+import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
 /**
  * The database with its next atomic write held at a gate: a `transaction()`, or a single statement
@@ -87,7 +87,7 @@ const body = {
   metadata: { order: { identifier: 'ORD-5', items: [{ name: 'Book', type: 'physical' }] } },
 };
 
-describe.each(['pglite', 'postgres'] as const)('Idempotency-Key on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('Idempotency-Key on %s', { timeout: 60_000 }, (storage) => {
   let app: FastifyInstance;
   let url: string;
   let database: Database;

@@ -16,7 +16,7 @@ import {
   signedPayload,
 } from '../src/index.js';
 import { sessionRequest as session } from './fixtures/requests.js';
-import { openTestDatabase } from './fixtures/storage.js';
+import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
 interface Webhook {
   delivery_id: string;
@@ -27,7 +27,7 @@ interface Webhook {
   body: string;
 }
 
-describe.each(['pglite', 'postgres'] as const)('GET /listen on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('GET /listen on %s', { timeout: 60_000 }, (storage) => {
   let app: FastifyInstance;
   let base: string;
   let database: Database;

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type Database, loadConfig } from '../src/index.js';
 import { WAKE_CHANNEL } from '../src/internal.js';
-import { openTestDatabase } from './fixtures/storage.js';
+import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
 const customer = {
   first_name: 'Chinedu',
@@ -33,7 +33,7 @@ const session = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-describe.each(['pglite', 'postgres'] as const)('payment sessions on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('payment sessions on %s', { timeout: 60_000 }, (storage) => {
   let app: FastifyInstance;
   let url: string;
   let database: Database;

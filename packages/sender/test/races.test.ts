@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type Database, loadConfig, type Resolver } from '../src/index.js';
 import { customer, ngnBeneficiary, sessionRequest } from './fixtures/requests.js';
-import { openTestDatabase } from './fixtures/storage.js';
+import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
 /**
  * Sender races: many copies of one request at once, over real HTTP, on PGlite (one connection:
@@ -29,7 +29,7 @@ interface Answer {
   replayed: boolean;
 }
 
-describe.each(['pglite', 'postgres'] as const)('sender races on %s', { timeout: 120_000 }, (storage) => {
+describe.each(testStorages())('sender races on %s', { timeout: 120_000 }, (storage) => {
   let app: FastifyInstance;
   let url: string;
   let database: Database;

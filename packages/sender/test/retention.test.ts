@@ -21,7 +21,7 @@ import { manualClock } from './fixtures/clock.js';
 import { getPage, signIn, startDashboardSender } from './fixtures/dashboard.js';
 import { queueDeliveries } from './fixtures/deliveries.js';
 import { holdingStatements } from './fixtures/held-statement.js';
-import { openTestDatabase, TEST_DATABASE_URL } from './fixtures/storage.js';
+import { openTestDatabase, TEST_DATABASE_URL, testStorages } from './fixtures/storage.js';
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -127,7 +127,7 @@ async function attemptsOf(database: Database, deliveryIds: string[]): Promise<nu
 
 const removed = (report: RetentionReport) => report.removed;
 
-describe.each(['pglite', 'postgres'] as const)('retention on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('retention on %s', { timeout: 60_000 }, (storage) => {
   let database: Database;
   let cleanup: () => Promise<void>;
   let receiver: LoopbackReceiver;
@@ -595,7 +595,7 @@ describe.each(['pglite', 'postgres'] as const)('retention on %s', { timeout: 60_
   }
 });
 
-describe.each(['pglite', 'postgres'] as const)('the service on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('the service on %s', { timeout: 60_000 }, (storage) => {
   it('says at start when autovacuum is off, shows the tables and the passes on /metrics, and names the retention in a 404', async () => {
     const { database, cleanup } = await openTestDatabase(storage, 'retention_service');
     const logs: { level: number; msg: string }[] = [];

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, expireSessions } from '../src/index.js';
 import { startTestApp, type TestApp } from './fixtures/app.js';
 import { CURRENCY, customer, metadata } from './fixtures/requests.js';
+import { testStorages } from './fixtures/storage.js';
 
 const CARD = { card: { number: '4242424242424242', expiry_month: 9, expiry_year: 2030, cvv: '123' } };
 
@@ -25,7 +26,7 @@ function readPng(bytes: Buffer): { type: string; data: Buffer }[] {
   return chunks;
 }
 
-describe.each(['pglite', 'postgres'] as const)('the sandbox on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('the sandbox on %s', { timeout: 60_000 }, (storage) => {
   let url: string;
   let database: Database;
   const BIZ = '0a9b8c7d-6e5f-4a3b-9c2d-1e0f9a8b7c6d';

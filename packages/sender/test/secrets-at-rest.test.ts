@@ -36,7 +36,7 @@ import { currentEndpointSecrets } from '../src/signing/endpoint-secrets.js';
 import { signingKeyring } from '../src/signing/keyring.js';
 import { reopenedStorage } from './fixtures/reopened-storage.js';
 import { sessionRequest } from './fixtures/requests.js';
-import { openTestDatabase } from './fixtures/storage.js';
+import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
 // Signing secrets sealed at rest (docs/decisions.md, "Signing secrets sealed at rest"): no table
 // holds a secret in any form, deliveries still verify at a payhook receiver, plaintext rows of a
@@ -121,106 +121,99 @@ async function signedReceiver(
   };
 }
 
-describe.each(['pglite', 'postgres'] as const)(
-  'signing secrets at rest on %s',
-  { timeout: 90_000 },
-  (storage) => {
-    const BIZ = `biz-at-rest-${storage}`;
-    const KEY = `sk_test_at_rest_${storage}`;
-    let database: Database;
-    let cleanup: () => Promise<void>;
-    let app: Awaited<ReturnType<typeof buildApp>>;
-    let base = '';
-    const call = apiClient(() => base, KEY);
+describe.each(testStorages())('signing secrets at rest on %s', { timeout: 90_000 }, (storage) => {
+  const BIZ = `biz-at-rest-${storage}`;
+  const KEY = `sk_test_at_rest_${storage}`;
+  let database: Database;
+  let cleanup: () => Promise<void>;
+  let app: Awaited<ReturnType<typeof buildApp>>;
+  let base = '';
+  const call = apiClient(() => base, KEY);
 
-    beforeAll(async () => {
-      ({ database, cleanup } = await openTestDatabase(storage, 'at_rest'));
-      app = await buildApp({
-        database,
-        config: loadConfig({ PAYHOOK_API_KEYS: `${KEY}:${BIZ}:test`, PAYHOOK_ALLOW_PRIVATE_WEBHOOKS: '1' }),
-        logger: false,
-      });
-      base = await app.listen({ port: 0, host: '127.0.0.1' });
-    }, 60_000);
-    afterAll(async () => {
-      await app?.close();
-      await cleanup?.();
+  beforeAll(async () => {
+    ({ database, cleanup } = await openTestDatabase(storage, 'at_rest'));
+    app = await buildApp({
+      database,
+      config: loadConfig({ PAYHOOK_API_KEYS: `${KEY}:${BIZ}:test`, PAYHOOK_ALLOW_PRIVATE_WEBHOOKS: '1' }),
+      logger: false,
     });
+    base = await app.listen({ port: 0, host: '127.0.0.1' });
+  }, 60_000);
+  afterAll(async () => {
+    await app?.close();
+    await cleanup?.();
+  });
 
-    it('keeps no secret in any column of any table, and deliveries verify at receivers that require a signature', async () => {
-      type Made = { data: { id: string } };
-      // Pointed at their receivers once the secrets are known (below).
-      const own = await call<Made>('POST', '/webhook-endpoints', {
-        url: 'http://127.0.0.1:9/v1',
-        signature_scheme: 'v1',
-      });
-      const ed = await call<Made>('POST', '/webhook-endpoints', {
-        url: 'http://127.0.0.1:9/v1a',
-        signature_scheme: 'v1a',
-      });
-      {
-        expect([own.status, ed.status]).toEqual([201, 201]);
-        // A previous secret of each kind too: the business's and the endpoint's, rotated with an overlap.
-        expect((await call('POST', '/accounts/signing-secrets/rotate', {})).status).toBe(200);
-        const rotate = `/webhook-endpoints/${own.body.data.id}/signing-secrets/rotate`;
-        expect((await call('POST', rotate, {})).status).toBe(200);
-        type Shown = { data: { secret?: string; public_key?: string }[] };
-        const business = (await call<Shown>('GET', '/accounts/signing-secrets')).body.data.map(
-          (s) => s.secret,
-        );
-        const endpoint = (
-          await call<Shown>('GET', `/webhook-endpoints/${own.body.data.id}/signing-secrets`)
-        ).body.data.map((s) => s.secret);
-        const publicKeys = (
-          await call<Shown>('GET', `/webhook-endpoints/${ed.body.data.id}/signing-secrets`)
-        ).body.data.map((s) => s.public_key as string);
-        const secretKeys = (await currentEndpointSecrets(database.db, ed.body.data.id, 'v1a')).map(
-          (s) => s.secret,
-        );
-        const secrets = [...business, ...endpoint, ...secretKeys] as string[];
-        expect(business).toHaveLength(2);
-        expect(endpoint).toHaveLength(2);
-        expect(secretKeys).toEqual([expect.stringMatching(/^whsk_/)]);
+  it('keeps no secret in any column of any table, and deliveries verify at receivers that require a signature', async () => {
+    type Made = { data: { id: string } };
+    // Pointed at their receivers once the secrets are known (below).
+    const own = await call<Made>('POST', '/webhook-endpoints', {
+      url: 'http://127.0.0.1:9/v1',
+      signature_scheme: 'v1',
+    });
+    const ed = await call<Made>('POST', '/webhook-endpoints', {
+      url: 'http://127.0.0.1:9/v1a',
+      signature_scheme: 'v1a',
+    });
+    {
+      expect([own.status, ed.status]).toEqual([201, 201]);
+      // A previous secret of each kind too: the business's and the endpoint's, rotated with an overlap.
+      expect((await call('POST', '/accounts/signing-secrets/rotate', {})).status).toBe(200);
+      const rotate = `/webhook-endpoints/${own.body.data.id}/signing-secrets/rotate`;
+      expect((await call('POST', rotate, {})).status).toBe(200);
+      type Shown = { data: { secret?: string; public_key?: string }[] };
+      const business = (await call<Shown>('GET', '/accounts/signing-secrets')).body.data.map((s) => s.secret);
+      const endpoint = (
+        await call<Shown>('GET', `/webhook-endpoints/${own.body.data.id}/signing-secrets`)
+      ).body.data.map((s) => s.secret);
+      const publicKeys = (
+        await call<Shown>('GET', `/webhook-endpoints/${ed.body.data.id}/signing-secrets`)
+      ).body.data.map((s) => s.public_key as string);
+      const secretKeys = (await currentEndpointSecrets(database.db, ed.body.data.id, 'v1a')).map(
+        (s) => s.secret,
+      );
+      const secrets = [...business, ...endpoint, ...secretKeys] as string[];
+      expect(business).toHaveLength(2);
+      expect(endpoint).toHaveLength(2);
+      expect(secretKeys).toEqual([expect.stringMatching(/^whsk_/)]);
 
-        const everything = await everyRow(database.db);
-        for (const secret of secrets)
-          for (const form of forms(secret)) expect(everything).not.toContain(form);
-        for (const value of [
-          ...(await stored(database.db, 'signing_secrets')),
-          ...(await stored(database.db, 'endpoint_signing_secrets')),
-        ])
-          expect(value).toMatch(/^v1:ktest:[A-Za-z0-9_-]+$/);
-        // The public key is no secret: it stays readable, for the API to show.
-        expect(everything).toContain(publicKeys[0]);
+      const everything = await everyRow(database.db);
+      for (const secret of secrets) for (const form of forms(secret)) expect(everything).not.toContain(form);
+      for (const value of [
+        ...(await stored(database.db, 'signing_secrets')),
+        ...(await stored(database.db, 'endpoint_signing_secrets')),
+      ])
+        expect(value).toMatch(/^v1:ktest:[A-Za-z0-9_-]+$/);
+      // The public key is no secret: it stays readable, for the API to show.
+      expect(everything).toContain(publicKeys[0]);
 
-        // Signed with the opened secrets: each receiver, holding what the API showed, accepts.
-        const v1Receiver = await signedReceiver(BIZ, { signingSecrets: [endpoint[0] as string] });
-        const v1aReceiver = await signedReceiver(BIZ, { signingPublicKeys: publicKeys });
-        try {
-          expect(
-            (await call('PATCH', `/webhook-endpoints/${own.body.data.id}`, { url: v1Receiver.url })).status,
-          ).toBe(200);
-          expect(
-            (await call('PATCH', `/webhook-endpoints/${ed.body.data.id}`, { url: v1aReceiver.url })).status,
-          ).toBe(200);
-          expect((await call('POST', '/payment-sessions', sessionRequest)).status).toBe(201);
-          const worker = createDeliveryWorker({ database, allowPrivate: true });
-          await worker.runDue();
-          await worker.stop();
-          expect(v1Receiver.statuses).toEqual([200]);
-          expect(v1aReceiver.statuses).toEqual([200]);
-          expect(v1Receiver.handled).toEqual(['payment.session.created']);
-          expect(v1aReceiver.handled).toEqual(['payment.session.created']);
-        } finally {
-          await v1Receiver.close();
-          await v1aReceiver.close();
-        }
+      // Signed with the opened secrets: each receiver, holding what the API showed, accepts.
+      const v1Receiver = await signedReceiver(BIZ, { signingSecrets: [endpoint[0] as string] });
+      const v1aReceiver = await signedReceiver(BIZ, { signingPublicKeys: publicKeys });
+      try {
+        expect(
+          (await call('PATCH', `/webhook-endpoints/${own.body.data.id}`, { url: v1Receiver.url })).status,
+        ).toBe(200);
+        expect(
+          (await call('PATCH', `/webhook-endpoints/${ed.body.data.id}`, { url: v1aReceiver.url })).status,
+        ).toBe(200);
+        expect((await call('POST', '/payment-sessions', sessionRequest)).status).toBe(201);
+        const worker = createDeliveryWorker({ database, allowPrivate: true });
+        await worker.runDue();
+        await worker.stop();
+        expect(v1Receiver.statuses).toEqual([200]);
+        expect(v1aReceiver.statuses).toEqual([200]);
+        expect(v1Receiver.handled).toEqual(['payment.session.created']);
+        expect(v1aReceiver.handled).toEqual(['payment.session.created']);
+      } finally {
+        await v1Receiver.close();
+        await v1aReceiver.close();
       }
-    });
-  },
-);
+    }
+  });
+});
 
-describe.each(['pglite', 'postgres'] as const)('the sealing key on %s', { timeout: 120_000 }, (storage) => {
+describe.each(testStorages())('the sealing key on %s', { timeout: 120_000 }, (storage) => {
   const owner = { businessId: `biz-sealing-${storage}`, mode: 'test' as const };
   const K1 = key('k1');
   const K2 = key('k2');

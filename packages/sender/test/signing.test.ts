@@ -15,9 +15,9 @@ import {
   loadConfig,
 } from '../src/index.js';
 import { sessionRequest } from './fixtures/requests.js';
-import { openTestDatabase } from './fixtures/storage.js';
+import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
-describe.each(['pglite', 'postgres'] as const)('signing secrets on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('signing secrets on %s', { timeout: 60_000 }, (storage) => {
   let app: FastifyInstance;
   let base: string;
   let database: Database;

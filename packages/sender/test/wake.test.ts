@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWakeSignal } from '../src/db/wake.js';
 import { type Database, openDatabase } from '../src/index.js';
 import { enqueueDeliveries, WAKE_CHANNEL } from '../src/internal.js';
-import { openTestDatabase, TEST_DATABASE_URL } from './fixtures/storage.js';
+import { openTestDatabase, TEST_DATABASE_URL, testStorages } from './fixtures/storage.js';
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
 
@@ -61,7 +61,7 @@ describe('the wake signal', () => {
   });
 });
 
-describe.each(['postgres', 'pglite'] as const)('waking the workers on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('waking the workers on %s', { timeout: 60_000 }, (storage) => {
   let database: Database;
   let cleanup: () => Promise<void>;
   let event: string;

@@ -3,11 +3,11 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type Database, loadConfig } from '../src/index.js';
-import { openTestDatabase } from './fixtures/storage.js';
+import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
 const EVENTS = ['payment.session.created', 'payment.session.succeeded', 'payment.session.failed'];
 
-describe.each(['pglite', 'postgres'] as const)('/webhook-endpoints on %s', { timeout: 60_000 }, (storage) => {
+describe.each(testStorages())('/webhook-endpoints on %s', { timeout: 60_000 }, (storage) => {
   let app: FastifyInstance;
   let base: string;
   let database: Database;
