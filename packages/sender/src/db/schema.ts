@@ -20,7 +20,12 @@ export interface AccountSettingsTable {
   business_id: string;
   mode: Mode;
   require_mfa: boolean;
-  webhook_urls: ColumnType<string[], string, string>;
+  /**
+   * The URLs before endpoints (migration 0012 made them endpoints): neither read nor written since,
+   * its default `'[]'` fills a new row, and it stays for an instance of an earlier version during
+   * an upgrade (docs/decisions.md, "The settings' `webhook_urls` column is no longer written").
+   */
+  webhook_urls: ColumnType<string[], string | undefined, string>;
   updated_at: ColumnType<Date, Date | undefined, Date>;
 }
 

@@ -91,7 +91,7 @@ export const settingsRoutes: FastifyPluginAsync<{
       const webhookUrls = await database.db.transaction().execute(async (tx) => {
         await tx
           .insertInto('account_settings')
-          .values({ business_id: businessId, mode, require_mfa: requireMfa, webhook_urls: '[]' })
+          .values({ business_id: businessId, mode, require_mfa: requireMfa })
           .onConflict((oc) =>
             oc
               .columns(['business_id', 'mode'])
