@@ -24,7 +24,7 @@ export const TEST_TAGS = [
   {
     name: 'pglite',
     description:
-      'opens an embedded PGlite database: no service, but seconds per file, too slow for test:unit',
+      'opens an embedded PGlite database: no service, but seconds per file; test:unit runs only UNIT_PGLITE_FILES',
   },
 ] as const;
 
