@@ -3,8 +3,9 @@ import { Compile } from 'typebox/compile';
 import { ApiError, type FieldError } from '../errors.js';
 
 /*
- * The dashboard's forms, read strictly (docs/decisions.md, "The dashboard's forms"): a value
- * outside a field's documented set is refused with a 4xx page, never read as the nearest choice.
+ * The dashboard's forms, read strictly (docs/decisions.md, "Forms read strictly, against the API's
+ * schemas"): a value outside a field's documented set is refused with a 4xx page, never read as
+ * the nearest choice.
  * Each choice and number is checked against the API's own schema for the field, so a form and
  * the route it calls accept the same values.
  */
