@@ -142,6 +142,20 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       socket.destroy(error);
     },
   });
+  // A close waits for the requests in flight, then for their connections: a client that keeps them
+  // alive would hold it for ever (Fastify closes the connections idle when the close begins, not
+  // those that go idle after it). They are closed as they go idle; new requests meanwhile are
+  // answered 503 with `Connection: close`.
+  let closingIdle: NodeJS.Timeout | undefined;
+  app.addHook('preClose', (done) => {
+    closingIdle = setInterval(() => app.server.closeIdleConnections(), 100);
+    closingIdle.unref();
+    done();
+  });
+  app.addHook('onClose', (_instance, done) => {
+    clearInterval(closingIdle);
+    done();
+  });
   // The API speaks JSON only: other bodies are 415, not parsed as text.
   app.removeContentTypeParser('text/plain');
   // A JSON content type with no body is a request without one (what a client that always sets the
