@@ -25,14 +25,44 @@ export const SERVE_PROCESS_ENV = 'PAYHOOK_SERVE_PROCESS';
 export const isServeProcess = (env: Io['env']): boolean => cluster.isWorker && env[SERVE_PROCESS_ENV] === '1';
 
 /**
+ * How many sender processes `auto` runs: one per core (at most 8), or half the cores (at least one)
+ * when PostgreSQL runs on this machine too (a loopback or socket address), since the database needs
+ * cores of its own: on two cores shared with PostgreSQL a second process made the p99 at 1,000
+ * sessions a second 90 ms instead of 13 (bench/README.md, "latency").
+ */
+export function autoProcesses(databaseUrl: string): number {
+  const cores = Math.min(availableParallelism(), 8);
+  return databaseOnThisMachine(databaseUrl) ? Math.max(1, Math.floor(cores / 2)) : cores;
+}
+
+/** Whether a PostgreSQL URL names this machine: a loopback host, a Unix socket, or no host. */
+export function databaseOnThisMachine(databaseUrl: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(databaseUrl);
+  } catch {
+    return true; // a libpq key=value string or a socket path: this machine, most likely
+  }
+  const host = (url.searchParams.get('host') ?? url.hostname).replace(/^\[|\]$/g, '');
+  return host === '' || host.startsWith('/') || host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
+
+/**
  * How many sender processes to run: `--processes` (or `PAYHOOK_PROCESSES`), a number or `auto`
- * (the machine's cores, at most 8). PostgreSQL defaults to `auto`; PGlite's directory belongs to one
+ * ({@link autoProcesses}). PostgreSQL defaults to `auto`; PGlite's directory belongs to one
  * process, so it takes 1 only.
  */
-export function processCount(asked: string | undefined, onPostgres: boolean): number {
-  const cores = Math.min(availableParallelism(), 8);
-  if (asked === undefined || asked === '') return onPostgres ? cores : 1;
-  const count = asked === 'auto' ? cores : /^[1-9]\d{0,2}$/.test(asked) ? Number(asked) : Number.NaN;
+export function processCount(asked: string | undefined, databaseUrl: string | undefined): number {
+  const onPostgres = databaseUrl !== undefined;
+  if (asked === undefined || asked === '') return databaseUrl !== undefined ? autoProcesses(databaseUrl) : 1;
+  const count =
+    asked === 'auto'
+      ? databaseUrl !== undefined
+        ? autoProcesses(databaseUrl)
+        : 1
+      : /^[1-9]\d{0,2}$/.test(asked)
+        ? Number(asked)
+        : Number.NaN;
   if (Number.isNaN(count) || count > 256) {
     throw new CliError(
       `--processes (PAYHOOK_PROCESSES) takes a number from 1 to 256 or "auto", not ${JSON.stringify(asked)}.`,

@@ -53,7 +53,8 @@ Options:
   --log-format <format>       pretty (readable lines) or json (pino's JSON lines)
                                                  default: pretty in a terminal, json when piped
   --processes <n>|auto        sender processes sharing the port (PostgreSQL only; auto: one per
-                              core, at most 8)   default: auto on PostgreSQL, 1 on PGlite
+                              core, at most 8, or half the cores when PostgreSQL runs on this
+                              machine too)       default: auto on PostgreSQL, 1 on PGlite
   -h, --help                  show this help
 
 Examples:
@@ -100,10 +101,11 @@ Examples:
     // process of `--processes` shares the port its primary checked).
     const busy = primaryStops ? undefined : await listenProblem(config.host, config.port);
     if (busy) throw busy;
-    const onPostgres = Boolean(
-      values['database-url'] ?? (values['data-dir'] === undefined ? io.env.DATABASE_URL : undefined),
-    );
-    const processes = processCount(values.processes ?? io.env.PAYHOOK_PROCESSES, onPostgres);
+    const databaseUrl =
+      values['database-url'] ||
+      (values['data-dir'] === undefined ? io.env.DATABASE_URL || undefined : undefined);
+    const onPostgres = databaseUrl !== undefined;
+    const processes = processCount(values.processes ?? io.env.PAYHOOK_PROCESSES, databaseUrl);
     const dataDir = values['data-dir'] ?? config.dataDir;
     const firstStart = !onPostgres && !existsSync(join(dataDir, 'PG_VERSION'));
     if (firstStart) {
