@@ -168,7 +168,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     localIps: '127.0.0.1,::1',
     files: {
       'worker.mjs': `${HEADER}
-// No nodejs_compat needed: payhook verifies with Web Crypto.
+// No nodejs_compat needed: payhook verifies on its Web path (a JavaScript HMAC, Web Crypto for large bodies).
 import { createReceiver } from '@payhook/core';
 import { createWebHandler } from '@payhook/web';
 
