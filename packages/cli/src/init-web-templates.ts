@@ -33,6 +33,50 @@ const HEADER = `// A payhook receiver: verifies each event (checksum, signature,
 /** The line the app prints once it listens (and the tests wait for). */
 const READY = `console.log(\`Receiving events at http://localhost:\${PORT}/webhooks\`);`;
 
+/** A runtime that serves the handler itself (Bun, Deno): what its index.ts does its own way. */
+interface Runtime {
+  title: string;
+  /** The command that runs index.ts. */
+  run: string;
+  /** Lines to import before payhook's. */
+  imports?: string;
+  /** Starts `server` on PORT with the handler, the ready line printed once it listens. */
+  serve: string;
+  /** The signals to stop on, the runtime's way of hearing them, stopping `server` and exiting. */
+  signals: string;
+  onSignal: string;
+  stop: string;
+  exit: string;
+}
+
+/** index.ts for a runtime: the receiver served on PORT, stopped cleanly on Ctrl-C or a stop. */
+const runtimeApp = (r: Runtime): AppTemplate => ({
+  title: r.title,
+  dependencies: {},
+  scripts: { start: r.run },
+  start: `${r.run}   # PORT=3000 by default`,
+  localIps: '127.0.0.1,::1',
+  files: {
+    'index.ts': `${HEADER}
+${r.imports ?? ''}import { createReceiver } from '@payhook/core';
+import { createWebHandler } from '@payhook/web';
+
+const { PORT = '3000' } = process.env;
+${receiverFrom('process.env')}
+
+${r.serve}
+
+for (const signal of ${r.signals}) {
+  ${r.onSignal}(signal, async () => {
+    await ${r.stop};
+    await receiver.close(); // finishes the events already acknowledged
+    ${r.exit}(0);
+  });
+}
+`,
+  },
+});
+
 export const WEB_TEMPLATES = {
   next: {
     title: 'Next.js (App Router)',
@@ -100,65 +144,31 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 `,
     },
   },
-  bun: {
+  bun: runtimeApp({
     title: 'Bun',
-    dependencies: {},
-    scripts: { start: 'bun index.ts' },
-    start: 'bun index.ts   # PORT=3000 by default',
-    localIps: '127.0.0.1,::1',
-    files: {
-      'index.ts': `${HEADER}
-import { createReceiver } from '@payhook/core';
-import { createWebHandler } from '@payhook/web';
-
-const { PORT = '3000' } = process.env;
-${receiverFrom('process.env')}
-
-// Bun calls fetch(request, server): the handler asks the server for the client address.
+    run: 'bun index.ts',
+    serve: `// Bun calls fetch(request, server): the handler asks the server for the client address.
 const server = Bun.serve({ port: Number(PORT), fetch: createWebHandler(receiver, { path: '/webhooks' }) });
-${READY}
-
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, async () => {
-    await server.stop();
-    await receiver.close(); // finishes the events already acknowledged
-    process.exit(0);
-  });
-}
-`,
-    },
-  },
-  deno: {
+${READY}`,
+    signals: "['SIGINT', 'SIGTERM']",
+    onSignal: 'process.once',
+    stop: 'server.stop()',
+    exit: 'process.exit',
+  }),
+  deno: runtimeApp({
     title: 'Deno',
-    dependencies: {},
-    scripts: { start: 'deno run --allow-net --allow-env --allow-read index.ts' },
-    start: 'deno run --allow-net --allow-env --allow-read index.ts   # PORT=3000 by default',
-    localIps: '127.0.0.1,::1',
-    files: {
-      'index.ts': `${HEADER}
-import process from 'node:process';
-import { createReceiver } from '@payhook/core';
-import { createWebHandler } from '@payhook/web';
-
-const { PORT = '3000' } = process.env;
-${receiverFrom('process.env')}
-
-// Deno calls the handler with (request, info): the client address is info.remoteAddr.
+    run: 'deno run --allow-net --allow-env --allow-read index.ts',
+    imports: "import process from 'node:process';\n",
+    serve: `// Deno calls the handler with (request, info): the client address is info.remoteAddr.
 const server = Deno.serve(
   { port: Number(PORT), onListen: () => ${READY.slice(0, -1)} },
   createWebHandler(receiver, { path: '/webhooks' }),
-);
-
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  Deno.addSignalListener(signal, async () => {
-    await server.shutdown();
-    await receiver.close(); // finishes the events already acknowledged
-    Deno.exit(0);
-  });
-}
-`,
-    },
-  },
+);`,
+    signals: "['SIGINT', 'SIGTERM'] as const",
+    onSignal: 'Deno.addSignalListener',
+    stop: 'server.shutdown()',
+    exit: 'Deno.exit',
+  }),
   worker: {
     title: 'Cloudflare Workers',
     dependencies: {},
