@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { OrderedCompletion } from '@payhook/core';
 import type { PoolClient } from 'pg';
 import { objectId } from './order.js';
+import { isPrepared, textLiteral as literal, markPrepared, numberLiteral } from './prepared.js';
 import { NOT_HELD } from './statements.js';
 
 /** The guarded marks: `plain` ($1 key, $2 owner, $3 retentionMs) and `ordered` (+ $4 object id, $5 rank). */
@@ -13,9 +14,6 @@ export interface DoneMarks {
   plain: string;
   ordered: string;
 }
-
-// The marks each connection has prepared, whichever store of its pool prepared them.
-const preparedOn = new WeakMap<PoolClient, Set<string>>();
 
 /** The start and the end of a handler's transaction, for the marks of one inbox. */
 export function createCommitter(marks: DoneMarks) {
@@ -29,14 +27,12 @@ PREPARE ${ordered} (text, text, bigint, text, double precision) AS ${marks.order
   return {
     /** Opens the transaction, preparing the marks first on a connection that lacks them. */
     async begin(client: PoolClient): Promise<void> {
-      const prepared = preparedOn.get(client);
-      if (prepared?.has(plain)) {
+      if (isPrepared(client, plain)) {
         await client.query('BEGIN');
         return;
       }
       await client.query(`${prepare}\nBEGIN`);
-      if (prepared) prepared.add(plain);
-      else preparedOn.set(client, new Set([plain]));
+      markPrepared(client, plain);
     },
 
     /**
@@ -56,7 +52,7 @@ PREPARE ${ordered} (text, text, bigint, text, double precision) AS ${marks.order
           : `${ordered}(${literal(client, key)}, ${literal(client, owner)}, ${retentionMs}, ${literal(
               client,
               objectId(key, order.object),
-            )}, ${rank(order.rank)})`;
+            )}, ${numberLiteral(order.rank)})`;
       try {
         await client.query(`EXECUTE ${args};\nCOMMIT`);
         return true;
@@ -67,12 +63,4 @@ PREPARE ${ordered} (text, text, bigint, text, double precision) AS ${marks.order
       }
     },
   };
-}
-
-const literal = (client: PoolClient, value: string) => client.escapeLiteral(value);
-
-function rank(value: number | undefined): string {
-  if (value === undefined) return 'NULL';
-  if (!Number.isFinite(value)) throw new TypeError(`Invalid rank: ${value}`);
-  return `(${value})`;
 }

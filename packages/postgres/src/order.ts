@@ -4,7 +4,11 @@
 // the event `processing` under a live lease in the inbox, claimed no more times since. So it needs
 // no renewal of its own: a holder that died frees it when its lease lapses.
 import type { ObjectLock, ObjectOrderStore } from '@payhook/core';
+import type { Pool, PoolClient, QueryResult } from 'pg';
+import { isPrepared, markPrepared, numberLiteral, textLiteral } from './prepared.js';
 import { guard, NOW, type Statement, statement } from './statements.js';
+import { withTimeout } from './timeout.js';
+import { connectWithin } from './transaction.js';
 
 /** The order's statements on the inbox `inbox` and its objects table `objects` (both qualified). */
 export function orderStatements(inbox: string, objects: string) {
@@ -15,9 +19,9 @@ export function orderStatements(inbox: string, objects: string) {
     `SELECT 1 FROM ${inbox} h WHERE h.key = o.holder AND h.attempts = o.holder_attempts
   AND h.state = 'processing' AND h.lease_until > ${at} AND h.expires_at > ${at}`;
   return {
-    /** $1 key, $2 owner, $3 object id, $4 retentionMs. */
+    /** $1 key, $2 owner, $3 object id, $4 retentionMs; run by {@link lockUnflushed}. */
     lock: statement(
-      'lock',
+      'unflushed_lock',
       `WITH n AS (SELECT ${NOW} AS ms),
 held AS (SELECT attempts FROM ${inbox}, n WHERE key = $1 AND state = 'processing' AND owner = $2
   AND lease_until > n.ms AND expires_at > n.ms),
@@ -95,6 +99,10 @@ export interface PostgresOrderOptions {
   retentionMs: number;
   /** Runs one of the store's statements under its timeout. */
   query: Run;
+  pool: Pool;
+  timeoutMs: number;
+  /** Waits until the inbox exists. */
+  ready(): Promise<void>;
 }
 
 /** Per-object order for the PostgreSQL store. */
@@ -102,10 +110,11 @@ export function createPostgresOrder(options: PostgresOrderOptions): ObjectOrderS
   const { statements, retentionMs, query } = options;
   return {
     async lock(key, owner, object): Promise<ObjectLock> {
-      const { rows } = await query<{ held: boolean; locked: boolean; rank: number | null }>(
-        'lock',
-        statements.lock,
-        [key, owner, objectId(key, object), retentionMs],
+      await options.ready();
+      const rows = await lockUnflushed(options, (client) =>
+        [key, owner, objectId(key, object)]
+          .map((text) => textLiteral(client, text))
+          .concat(numberLiteral(retentionMs)),
       );
       const row = rows[0];
       if (!row?.held) return LOST;
@@ -123,6 +132,49 @@ export function createPostgresOrder(options: PostgresOrderOptions): ObjectOrderS
       return rows[0]?.n === 1;
     },
   };
+}
+
+type LockRow = { held: boolean; locked: boolean; rank: number | null };
+
+/**
+ * Runs the lock statement in a transaction that commits without waiting for its WAL record to
+ * reach the disk (`synchronous_commit` off for that transaction alone), in one round trip. A lock
+ * is worth keeping only while its holder's transaction can still commit: if the server crashes
+ * before the record is flushed, the holder's connection and open transaction are gone with it, and
+ * the handler's own commit (flushed, as every commit of the merchant's) flushes the lock's record
+ * before it. So the lock costs one commit that waits on no disk, against the claim's and the
+ * handler's that do.
+ */
+async function lockUnflushed(
+  options: PostgresOrderOptions,
+  args: (client: PoolClient) => string[],
+): Promise<LockRow[]> {
+  const { pool, timeoutMs } = options;
+  const { name, text } = options.statements.lock;
+  const client = await connectWithin(pool, timeoutMs);
+  // A connection whose lock failed (or timed out mid-transaction) is closed, not returned.
+  let broken = false;
+  const onBroken = () => {
+    broken = true;
+  };
+  client.on('error', onBroken);
+  try {
+    const prepare = isPrepared(client, name)
+      ? ''
+      : `PREPARE ${name} (text, text, text, bigint) AS ${text};\n`;
+    const sent = `${prepare}BEGIN;\nSET LOCAL synchronous_commit TO off;\nEXECUTE ${name}(${args(client).join(', ')});\nCOMMIT`;
+    const results = (await withTimeout('lock', timeoutMs, () =>
+      client.query(sent),
+    )) as unknown as QueryResult<LockRow>[];
+    if (prepare) markPrepared(client, name);
+    return results.find((result) => result.command === 'SELECT')?.rows ?? [];
+  } catch (error) {
+    broken = true;
+    throw error;
+  } finally {
+    client.off('error', onBroken);
+    client.release(broken);
+  }
 }
 
 const LOST: ObjectLock = { status: 'lost' };

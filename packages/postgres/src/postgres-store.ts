@@ -118,7 +118,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     table: name,
     leaseMs: options.leaseMs,
     migrate: createInbox,
-    order: createPostgresOrder({ statements: orderSql, retentionMs, query }),
+    order: createPostgresOrder({ statements: orderSql, retentionMs, query, pool, timeoutMs, ready }),
     runInTransaction: createTransactionRunner({
       pool,
       begin: committer.begin,

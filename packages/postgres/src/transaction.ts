@@ -66,7 +66,7 @@ export function createTransactionRunner(options: TransactionRunnerOptions) {
 }
 
 /** A connection of `pool` within `ms`; one that comes later is given back to the pool. */
-function connectWithin(pool: Pool, ms: number): Promise<PoolClient> {
+export function connectWithin(pool: Pool, ms: number): Promise<PoolClient> {
   const connecting = pool.connect();
   return withTimeout('connect', ms, () => connecting).catch((error: unknown) => {
     connecting.then(

@@ -170,4 +170,48 @@ describe('per-payment order on the PostgreSQL store', () => {
       await Promise.all(apps.map((app) => app.close()));
     }
   });
+
+  it('the lock is committed at once, and its unflushed commit leaves synchronous_commit on for every connection and for the handlers', async () => {
+    const schema = randomSchema();
+    schemas.push(schema);
+    const own = await connect(undefined, 3);
+    const store = createPostgresStore({ pool: own, schema });
+    try {
+      const keys = Array.from({ length: 6 }, (_, i) => `${BIZ}:order-flush-${i}`);
+      for (const key of keys) {
+        await store.claim(key, { owner: 'a', leaseMs: 30_000, payload: '{}', businessId: BIZ });
+        expect(await store.order.lock(key, 'a', `payment-${key}`)).toEqual({
+          status: 'locked',
+          rank: undefined,
+        });
+        // Committed: another claim of the same object sees the lock at once.
+        await store.claim(`${key}-b`, { owner: 'b', leaseMs: 30_000, payload: '{}', businessId: BIZ });
+        expect(await store.order.lock(`${key}-b`, 'b', `payment-${key}`)).toEqual({ status: 'busy' });
+      }
+      const clients = await Promise.all([own.connect(), own.connect(), own.connect()]);
+      try {
+        for (const client of clients) {
+          expect((await client.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe('on');
+        }
+      } finally {
+        for (const client of clients) client.release();
+      }
+      const [key] = keys as [string];
+      let inHandler: string | undefined;
+      const committed = await store.runInTransaction(
+        key,
+        'a',
+        async (transaction) => {
+          const { rows } = await (transaction as pg.PoolClient).query('SHOW synchronous_commit');
+          inHandler = rows[0].synchronous_commit;
+        },
+        { object: `payment-${key}`, rank: 1 },
+      );
+      expect(committed).toBe(true);
+      expect(inHandler).toBe('on');
+    } finally {
+      await store.close();
+      await own.end();
+    }
+  });
 });
