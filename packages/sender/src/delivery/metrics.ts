@@ -129,6 +129,33 @@ export function observeAttempt(metrics: DeliveryMetrics, attempt: ObservedAttemp
 }
 
 /**
+ * A read of the database that a scrape's gauges share: `read` runs once for all that ask while
+ * it runs, and its last answer (`initial` before the first) stands in while the database is away
+ * or when the read fails, so a scrape still answers.
+ *
+ * @example
+ * ```ts
+ * const sizes = scrapeQuery(database, [], readTableSizes);
+ * new Gauge({ name, help, async collect() { for (const size of await sizes()) this.set(size.bytes); } });
+ * ```
+ */
+export function scrapeQuery<T>(database: Database, initial: T, read: () => Promise<T>): () => Promise<T> {
+  let running: Promise<T> | undefined;
+  let last = initial;
+  return () => {
+    running ??= (database.health.state === 'down' ? Promise.resolve(last) : read())
+      .then(
+        (answer) => (last = answer),
+        () => last,
+      )
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  };
+}
+
+/**
  * Creates the delivery metrics in a registry of their own: attempts by outcome, attempt latency,
  * the latency from an event's creation to each attempt and to its delivery, and, read from the database at each scrape, the queue depth (pending and due deliveries) and the
  * age of the oldest due delivery (how far the workers are behind). With `urlConcurrency` (the
@@ -175,20 +202,6 @@ export function createDeliveryMetrics(
   });
   // The gauges are read when scraped, so every instance reports the shared queue as it is; the
   // three gauges of one scrape share one query.
-  let running: Promise<{ pending: string; due: string; oldest: Date | null } | undefined> | undefined;
-  /** The last answer: kept while the database is away, so a scrape still answers. */
-  let last: { pending: string; due: string; oldest: Date | null } | undefined;
-  const queue = () => {
-    running ??= (database.health.state === 'down' ? Promise.resolve(last) : read())
-      .then(
-        (row) => (last = row),
-        () => last,
-      )
-      .finally(() => {
-        running = undefined;
-      });
-    return running;
-  };
   const read = async () =>
     (
       await sql<{ pending: string; due: string; oldest: Date | null }>`
@@ -197,6 +210,7 @@ export function createDeliveryMetrics(
                min(next_attempt_at) filter (where next_attempt_at <= ${now()} and claim_token is null) as oldest
         from deliveries where status = 'pending'`.execute(database.db)
     ).rows[0];
+  const queue = scrapeQuery(database, undefined, read);
   new Gauge({
     name: 'payhook_deliveries_pending',
     help: 'Deliveries not yet delivered or failed for good, retries scheduled for later included.',

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Database } from '../db/database.js';
+import { scrapeQuery } from './metrics.js';
 import { RETENTION_TABLES, type RetentionReport } from './retention.js';
 
 /** A table of the sender's schema, as the storage gauges read it from the catalog. */
@@ -32,9 +33,7 @@ export interface StorageMetrics {
  * ```
  */
 export function registerStorageMetrics(registry: Registry, database: Database): StorageMetrics {
-  // The two gauges of one scrape share one query; the last answer is kept while the database is away.
-  let running: Promise<TableSize[]> | undefined;
-  let last: TableSize[] = [];
+  // The two gauges of one scrape share one query.
   const read = async () =>
     (
       await sql<TableSize>`
@@ -43,17 +42,7 @@ export function registerStorageMetrics(registry: Registry, database: Database): 
         where n.nspname = current_schema() and c.relkind in ('r', 'p') and c.relname not like 'kysely\\_%'
         order by c.relname`.execute(database.db)
     ).rows;
-  const sizes = () => {
-    running ??= (database.health.state === 'down' ? Promise.resolve(last) : read())
-      .then(
-        (rows) => (last = rows),
-        () => last,
-      )
-      .finally(() => {
-        running = undefined;
-      });
-    return running;
-  };
+  const sizes = scrapeQuery<TableSize[]>(database, [], read);
   new Gauge({
     name: 'payhook_table_bytes',
     help: "Each of the sender's tables on disk, its indexes and TOAST included (pg_total_relation_size).",
