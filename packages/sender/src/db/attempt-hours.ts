@@ -5,8 +5,9 @@ import { type RawBuilder, sql } from 'kysely';
  * `endpoint_attempt_hours` keeps (migration 0014): bucket 0 holds latencies under 1 ms, bucket
  * `i` those in `[BOUNDS[i - 1], BOUNDS[i])`, and the last one those of 30 s and more. Roughly
  * three buckets a decade, so a median read from them is within a third of the true one, and
- * usually much closer. Part of the schema: the rows written so far count by these bounds, so a
- * change needs a migration that rewrites them.
+ * usually much closer. Part of the schema: the rows written so far count by these bounds, and
+ * migration 0014 checks the bucket count (it holds its own copy of both, as shipped), so a change
+ * needs a migration that rewrites the rows and the check.
  */
 export const LATENCY_BOUNDS_MS = [
   1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000, 1500, 2000, 3000, 5000, 7000,
@@ -35,8 +36,8 @@ export const hourOfSql = (column: RawBuilder<unknown>): RawBuilder<Date> =>
  * SQL: the rows of `endpoint_attempt_hours` (migration 0014) that the attempts of `source` make,
  * one per endpoint and hour: attempts, those delivered (`ok`), the latency histogram and the
  * hour's latest failure. `source` is a relation with `endpoint_id`, `started_at`, `latency_ms`,
- * `ok`, `status_code`, `error_code` and `error_message`: the attempt-record statement's outcomes,
- * or the attempts already recorded (the migration's backfill).
+ * `ok`, `status_code`, `error_code` and `error_message`: the attempt-record statement's outcomes
+ * (migration 0014's backfill made the first rows with a copy of this statement, as it shipped).
  */
 export const attemptHoursSql = (source: RawBuilder<unknown>): RawBuilder<unknown> => sql`
   select endpoint_id, hour, attempts, succeeded, ${histogramOfSql(sql.ref('positions'))} as latency_histogram,
