@@ -2,7 +2,8 @@ import { CliError, type Command, closest, EXIT, type Io, parse, printJson, requi
 import { commandLine } from '../invocation.js';
 import { QUICKSTART_RECEIVER_URL } from '../receiver-block.js';
 import { SenderApi, SenderRefusedError, SenderUnreachableError } from '../sender-api.js';
-import { DEFAULT_SENDER_URL, receiverUrl, senderUrl } from '../urls.js';
+import { senderOf, senderOptions } from '../sender-flags.js';
+import { DEFAULT_SENDER_URL, receiverUrl } from '../urls.js';
 import {
   type Endpoint,
   endpointsResource,
@@ -73,8 +74,7 @@ Examples:
       'endpoints',
       rest,
       {
-        'base-url': { type: 'string' },
-        'api-key': { type: 'string' },
+        ...senderOptions,
         json: { type: 'boolean' },
         ...(action === 'add'
           ? { events: { type: 'string' }, scheme: { type: 'string' }, description: { type: 'string' } }
@@ -114,13 +114,11 @@ Examples:
             ...(typeof v.until === 'string' ? { until: timeOf(v.until, '--until', now) } : {}),
           }
         : undefined;
-    const baseUrl = senderUrl((v['base-url'] as string | undefined) ?? DEFAULT_SENDER_URL);
-    const apiKey = (v['api-key'] as string | undefined) || io.env.PAYHOOK_API_KEY;
-    if (!apiKey) {
-      throw new CliError(
-        `--api-key (or PAYHOOK_API_KEY) is required: the key of the business whose endpoints these are (\`${commandLine('serve', io.env)}\` prints a test key on its first start).`,
-      );
-    }
+    const { baseUrl, apiKey } = senderOf(
+      values,
+      io.env,
+      `: the key of the business whose endpoints these are (\`${commandLine('serve', io.env)}\` prints a test key on its first start).`,
+    );
     const resource = endpointsResource(new SenderApi({ baseUrl, apiKey }));
     const request: Request = {
       action: action as Action,

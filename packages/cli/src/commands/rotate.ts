@@ -1,7 +1,8 @@
 import { CliError, type Command, EXIT, type Io, parse, printJson } from '../command.js';
 import { commandLine } from '../invocation.js';
 import { SenderApi, SenderRefusedError } from '../sender-api.js';
-import { DEFAULT_SENDER_URL, senderUrl } from '../urls.js';
+import { senderOf, senderOptions } from '../sender-flags.js';
+import { DEFAULT_SENDER_URL } from '../urls.js';
 import { type EndpointSecret, endpointsResource } from '../webhook-endpoints.js';
 import { refusal } from './endpoints.js';
 
@@ -45,20 +46,17 @@ Examples:
       argv,
       {
         overlap: { type: 'string' },
-        'base-url': { type: 'string' },
-        'api-key': { type: 'string' },
+        ...senderOptions,
         json: { type: 'boolean' },
       },
       1,
     );
     const overlap = values.overlap === undefined ? undefined : overlapOf(values.overlap);
-    const baseUrl = senderUrl(values['base-url'] ?? DEFAULT_SENDER_URL);
-    const apiKey = values['api-key'] || io.env.PAYHOOK_API_KEY;
-    if (!apiKey) {
-      throw new CliError(
-        `--api-key (or PAYHOOK_API_KEY) is required: the key of the business whose secret this is (\`${commandLine('serve', io.env)}\` prints a test key on its first start).`,
-      );
-    }
+    const { baseUrl, apiKey } = senderOf(
+      values,
+      io.env,
+      `: the key of the business whose secret this is (\`${commandLine('serve', io.env)}\` prints a test key on its first start).`,
+    );
     const api = new SenderApi({ baseUrl, apiKey });
     const target = positionals[0];
     try {

@@ -2,7 +2,7 @@ import { isKnownEventName, KNOWN_EVENTS, type KnownEventName } from '@payhook/co
 import { CliError, closest, EXIT, type Io, printJson } from '../command.js';
 import { commandLine } from '../invocation.js';
 import { type ApiCall, SenderApi, SenderRefusedError, SenderUnreachableError } from '../sender-api.js';
-import { DEFAULT_SENDER_URL, senderUrl } from '../urls.js';
+import { type SenderFlags, senderOf } from '../sender-flags.js';
 
 /** What `payhook trigger --api-key` makes happen on a sender. */
 export interface RemoteTrigger {
@@ -14,7 +14,7 @@ export interface RemoteTrigger {
 }
 
 /** The flags `trigger` takes, as parsed: those of both modes. */
-export interface TriggerFlags {
+export interface TriggerFlags extends SenderFlags {
   to?: string;
   'business-id'?: string;
   secret?: string[];
@@ -22,8 +22,6 @@ export interface TriggerFlags {
   'allow-unknown-event'?: boolean;
   method?: string;
   json?: boolean;
-  'base-url'?: string;
-  'api-key'?: string;
 }
 
 /** The flags of the other mode: a signed event sent straight to a receiver. */
@@ -64,10 +62,7 @@ export async function triggerRemote(event: string, values: TriggerFlags, io: Io)
     );
   }
   // The sender `payhook serve` runs by default, as for `endpoints` and `listen`.
-  const baseUrl = senderUrl(values['base-url'] ?? DEFAULT_SENDER_URL);
-  const apiKey = values['api-key'] || io.env.PAYHOOK_API_KEY;
-  if (!apiKey)
-    throw new CliError(`--api-key (or PAYHOOK_API_KEY) is required with --base-url. ${getATestKey(io)}`);
+  const { baseUrl, apiKey } = senderOf(values, io.env, ` with --base-url. ${getATestKey(io)}`);
   const method = values.method ?? 'bank_account';
   // The sender's sample session names the methods it can make; loaded here, not at every command.
   const { SAMPLE_CURRENCY } = await import('@payhook/sender');

@@ -13,6 +13,7 @@ import {
   required,
   signingKeys,
 } from '../command.js';
+import { senderOptions } from '../sender-flags.js';
 import { DEFAULT_SENDER_URL } from '../urls.js';
 import { RECEIVER_FLAGS, triggerRemote } from './trigger-remote.js';
 
@@ -101,8 +102,7 @@ The local loop, in two terminals:
         method: { type: 'string' },
         'allow-unknown-event': { type: 'boolean' },
         json: { type: 'boolean' },
-        'base-url': { type: 'string' },
-        'api-key': { type: 'string' },
+        ...senderOptions,
       },
       1,
     );
