@@ -10,7 +10,7 @@ import { createPostgresStore, pgTransaction } from '../src/index.js';
 
 // The PostgreSQL store on a scratch cluster of the test's own, while events keep coming over HTTP:
 // its client sessions terminated, the server crashed and restarted, then stopped for a while and
-// started again. Meanwhile the receiver answers 503 store_unavailable, never a 200 it cannot keep;
+// started again, then frozen (SIGSTOP) and thawed. Meanwhile the receiver answers 503 store_unavailable, never a 200 it cannot keep;
 // in the end every acknowledged event has committed its row, once.
 
 const BIZ = 'f0e1d2c3-b4a5-4968-8776-655443322110';
@@ -26,7 +26,7 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe('the PostgreSQL store through restarts, a stop and terminated sessions', () => {
+describe('the PostgreSQL store through restarts, a stop, a freeze and terminated sessions', () => {
   it('answers 503 store_unavailable while the database is gone, and loses nothing it acknowledged', {
     timeout: 60_000,
   }, async () => {
@@ -89,6 +89,20 @@ describe('the PostgreSQL store through restarts, a stop and terminated sessions'
       expect(down).toEqual({ status: 503, code: 'store_unavailable' });
       await sleep(700);
       await db.start();
+      await sleep(300);
+      // Frozen: connections stay open and nothing answers, so only the command timeout answers.
+      // A claim sent to the frozen server may still commit once it thaws, after its 503: the
+      // service retries that event, and it must run once all the same.
+      const frozenEvent = createTestEvent('payment.session.succeeded', BIZ, { reference: 'order_frozen' });
+      db.freeze();
+      try {
+        expect(await post(JSON.stringify(frozenEvent))).toEqual({ status: 503, code: 'store_unavailable' });
+        await sleep(1500);
+      } finally {
+        db.thaw();
+      }
+      events.push(frozenEvent);
+      while ((await post(JSON.stringify(frozenEvent))).status !== 200) await sleep(50);
       await sending;
 
       const reader = new pg.Pool({ connectionString: db.url, max: 2 });
