@@ -2,8 +2,8 @@ import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Schema } from '../db/schema.js';
 import { type Gap, type HistoryRow, missedGaps } from './recover-gaps.js';
 import {
-  type Batch,
   type Cursor,
+  type ReadBatch,
   type RecoveredEndpoint,
   type RecoverWindow,
   type Recovery,
@@ -22,7 +22,7 @@ export const RECOVER_BATCH = 2000;
 
 /** One kind of work of a recovery, read in batches. */
 interface Source {
-  batch(tx: Transaction<Schema>, cursor: Cursor | null, size: number): Promise<Batch>;
+  batch: ReadBatch;
   /** Whether it may have anything to read: asked, before it starts, in the previous batch's transaction. */
   any(tx: Transaction<Schema>): Promise<boolean>;
 }
@@ -40,7 +40,7 @@ const exists = async (tx: Transaction<Schema>, query: ReturnType<typeof sql>) =>
 function sources(endpoint: RecoveredEndpoint, window: RecoverWindow, gaps: readonly Gap[]): Source[] {
   return [
     {
-      batch: (tx, cursor, size) => resumeHeld(tx, endpoint, window, cursor, size),
+      batch: resumeHeld(endpoint, window),
       any: (tx) =>
         exists(
           tx,
@@ -49,7 +49,7 @@ function sources(endpoint: RecoveredEndpoint, window: RecoverWindow, gaps: reado
         ),
     },
     {
-      batch: (tx, cursor, size) => replaceFailed(tx, endpoint, window, cursor, size),
+      batch: replaceFailed(endpoint, window),
       any: (tx) =>
         exists(
           tx,
@@ -59,15 +59,7 @@ function sources(endpoint: RecoveredEndpoint, window: RecoverWindow, gaps: reado
     },
     ...gaps.map(
       (gap): Source => ({
-        batch: (tx, cursor, size) =>
-          sendMissed(
-            tx,
-            endpoint,
-            { since: gap.from, until: gap.until, now: window.now },
-            gap.types,
-            cursor,
-            size,
-          ),
+        batch: sendMissed(endpoint, { since: gap.from, until: gap.until, now: window.now }, gap.types),
         // Read to know: its first batch is as cheap as a look.
         any: async () => true,
       }),

@@ -4,6 +4,7 @@ import { endpointTakesSql } from '../../endpoints/filter.js';
 import { isWebhookUrl } from '../destination.js';
 import type { TypeScope } from '../recover-gaps.js';
 import { enqueueDeliveries } from './insert-deliveries.js';
+import { supersedeDeliveries } from './supersede-deliveries.js';
 import { WAKE } from './wake-channel.js';
 
 // The statements of a recovery (`../recover.ts`), one batch each, in the recovery's transaction
@@ -51,6 +52,12 @@ export interface RecoverWindow {
   now: Date;
 }
 
+/**
+ * One kind of a recovery's work, read a batch at a time: in `tx`, at most `size` rows from
+ * `cursor` on (from its start when null), and what they called for done.
+ */
+export type ReadBatch = (tx: Transaction<Schema>, cursor: Cursor | null, size: number) => Promise<Batch>;
+
 /** What one batch found to do, per event. */
 interface Action {
   event_id: string;
@@ -78,14 +85,9 @@ const inWindow = (alias: string, window: RecoverWindow) =>
  * event is in the window, made due now at the latest; read by the endpoint's index of pending
  * deliveries, in id order. An event with an attempt under way or a delivery made is left alone.
  */
-export async function resumeHeld(
-  tx: Transaction<Schema>,
-  endpoint: RecoveredEndpoint,
-  window: RecoverWindow,
-  cursor: Cursor | null,
-  size: number,
-): Promise<Batch> {
-  const { rows } = await sql<{ read: number; last_id: string | null; resumed: number }>`
+export function resumeHeld(endpoint: RecoveredEndpoint, window: RecoverWindow): ReadBatch {
+  return async (tx, cursor, size) => {
+    const { rows } = await sql<{ read: number; last_id: string | null; resumed: number }>`
     with held as (
       select d.id from deliveries d
       where d.endpoint_id = ${endpoint.id}::uuid and d.status = 'pending'
@@ -105,12 +107,13 @@ export async function resumeHeld(
     select (select count(*) from held)::int as read,
            (select (array_agg(id order by id desc))[1]::text from held) as last_id,
            (select count(*) from due)::int as resumed`.execute(tx);
-  const { read, last_id, resumed } = rows[0] ?? { read: 0, last_id: null, resumed: 0 };
-  if (resumed > 0) await sql`select ${WAKE}`.execute(tx);
-  return {
-    read,
-    last: last_id ? { at: null, id: last_id } : null,
-    done: { queued: resumed, created: 0, resumed },
+    const { read, last_id, resumed } = rows[0] ?? { read: 0, last_id: null, resumed: 0 };
+    if (resumed > 0) await sql`select ${WAKE}`.execute(tx);
+    return {
+      read,
+      last: last_id ? { at: null, id: last_id } : null,
+      done: { queued: resumed, created: 0, resumed },
+    };
   };
 }
 
@@ -119,17 +122,12 @@ export async function resumeHeld(
  * it made or under way, each replaced by a new delivery; read by the endpoint's index of
  * failures, oldest first.
  */
-export async function replaceFailed(
-  tx: Transaction<Schema>,
-  endpoint: RecoveredEndpoint,
-  window: RecoverWindow,
-  cursor: Cursor | null,
-  size: number,
-): Promise<Batch> {
-  const after = cursor
-    ? sql`and (d.created_at, d.id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)`
-    : sql``;
-  const { rows } = await sql<Action & { read: number; last_at: string; last_id: string }>`
+export function replaceFailed(endpoint: RecoveredEndpoint, window: RecoverWindow): ReadBatch {
+  return async (tx, cursor, size) => {
+    const after = cursor
+      ? sql`and (d.created_at, d.id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)`
+      : sql``;
+    const { rows } = await sql<Action & { read: number; last_at: string; last_id: string }>`
     with failed as (
       select d.id, d.event_id, d.created_at from deliveries d
       where d.endpoint_id = ${endpoint.id}::uuid and d.status = 'failed' and d.superseded_by is null
@@ -153,7 +151,8 @@ export async function replaceFailed(
     )
     select edge.read, edge.last_at, edge.last_id, a.*
     from edge left join actions a on true`.execute(tx);
-  return applied(tx, endpoint, rows);
+    return applied(tx, endpoint, rows);
+  };
 }
 
 /**
@@ -162,18 +161,12 @@ export async function replaceFailed(
  * one (if the endpoint existed when it was made), and each whose deliveries to it all failed
  * (none replaced, older than endpoints included) gets one in their place.
  */
-export async function sendMissed(
-  tx: Transaction<Schema>,
-  endpoint: RecoveredEndpoint,
-  gap: RecoverWindow,
-  scope: TypeScope,
-  cursor: Cursor | null,
-  size: number,
-): Promise<Batch> {
-  const after = cursor
-    ? sql`(e.created_at, e.id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)`
-    : sql`e.created_at >= ${gap.since}`;
-  const { rows } = await sql<Action & { read: number; last_at: string; last_id: string }>`
+export function sendMissed(endpoint: RecoveredEndpoint, gap: RecoverWindow, scope: TypeScope): ReadBatch {
+  return async (tx, cursor, size) => {
+    const after = cursor
+      ? sql`(e.created_at, e.id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)`
+      : sql`e.created_at >= ${gap.since}`;
+    const { rows } = await sql<Action & { read: number; last_at: string; last_id: string }>`
     with batch as (
       select e.id, e.created_at, e.type from events e
       where e.business_id = ${endpoint.business_id} and e.mode = ${endpoint.mode}
@@ -208,7 +201,8 @@ export async function sendMissed(
     )
     select edge.read, edge.last_at, edge.last_id, a.*
     from edge left join actions a on true`.execute(tx);
-  return applied(tx, endpoint, rows);
+    return applied(tx, endpoint, rows);
+  };
 }
 
 /** SQL: the type `type` is in `scope`. */
@@ -268,11 +262,11 @@ async function applyActions(
   const newIdOf = new Map(made.map((eventId, i) => [eventId, ids[i] as string]));
   if (replaced.length > 0) {
     const kept = replaced.filter((r) => newIdOf.has(r.event_id));
-    // Arrays unnested, which the planner counts, rather than a JSON recordset it guesses at 100
-    // rows: a guess that made it scan the deliveries rather than look each up.
-    await sql`update deliveries d set superseded_by = p.by
-      from unnest(${kept.map((r) => r.id)}::uuid[], ${kept.map((r) => newIdOf.get(r.event_id))}::uuid[]) as p(id, by)
-      where d.id = p.id`.execute(tx);
+    await supersedeDeliveries(
+      tx,
+      kept.map((r) => r.id),
+      kept.map((r) => newIdOf.get(r.event_id) as string),
+    );
   }
   return { queued: ids.length, created: ids.length, resumed: 0 };
 }
