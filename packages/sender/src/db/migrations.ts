@@ -19,9 +19,12 @@ import { migration as m0015 } from './migrations/0015-endpoint-history.js';
 // locks, so several sender instances starting on one PostgreSQL apply each migration once). One
 // file each in `migrations/`, named by its number and purpose; the name recorded in
 // `kysely_migration` is the key below, and a database upgrades only while those stay as they
-// shipped. Never edit a migration that has shipped: add the next file and its line here. Indexes on
-// the tables delivery writes are not built by a migration but beside them, without a write lock
-// (`online-indexes.ts`).
+// shipped. A migration that has shipped must make the same schema forever: add the next file and
+// its line here. Their source may be rewritten only into the same statements, as when the columns
+// every table repeats moved into `migrations/columns.ts` (whose helpers, used by shipped
+// migrations, never change what they make); test/migrated-schema.test.ts compares the schema they
+// make with the one checked in. Indexes on the tables delivery writes are not built by a migration
+// but beside them, without a write lock (`online-indexes.ts`).
 const migrations: Record<string, Migration> = {
   '0001_keys_and_settings': m0001,
   '0002_customers': m0002,

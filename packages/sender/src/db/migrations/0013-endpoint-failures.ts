@@ -1,6 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 
-/** Migration 0013_endpoint_failures, as it shipped: never edit it, add the next. */
+/** Migration 0013_endpoint_failures, shipped: what it makes must never change; add the next. */
 export const migration: Migration = {
   async up(db: Kysely<unknown>) {
     // An endpoint's current run of failed attempts, kept by the attempt-record statement: a row

@@ -1,11 +1,11 @@
 import { type Kysely, type Migration, sql } from 'kysely';
 
 /**
- * Migration 0014_endpoint_attempt_hours, as it shipped: never edit it, add the next. What it read
- * from `attempt-hours.ts` when it shipped is written out here (the histogram's 28 buckets: 27
- * bounds in ms and one past them; an attempt's bucket and UTC hour; the rows of an endpoint's
- * hour), so that it makes the same table and the same rows whatever that module becomes. Bounds
- * changed there need a new migration that rewrites the rows and this check.
+ * Migration 0014_endpoint_attempt_hours, shipped: what it makes must never change; add the next.
+ * What it read from `attempt-hours.ts` when it shipped is written out here (the histogram's 28
+ * buckets: 27 bounds in ms and one past them; an attempt's bucket and UTC hour; the rows of an
+ * endpoint's hour), so that it makes the same table and the same rows whatever that module
+ * becomes. Bounds changed there need a new migration that rewrites the rows and this check.
  */
 export const migration: Migration = {
   async up(db: Kysely<unknown>) {

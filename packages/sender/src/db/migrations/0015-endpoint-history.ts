@@ -1,6 +1,6 @@
 import { type Kysely, type Migration, sql } from 'kysely';
 
-/** Migration 0015_endpoint_history, as it shipped: never edit it, add the next. */
+/** Migration 0015_endpoint_history, shipped: what it makes must never change; add the next. */
 export const migration: Migration = {
   async up(db: Kysely<unknown>) {
     // Each endpoint's status and filter over time, a row from each change on: what a recovery
