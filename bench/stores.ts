@@ -8,7 +8,7 @@
  * 500 events/s.
  *
  * Method: each instance is a receiver process over node:http (packages/postgres/test/fixtures/
- * crash-receiver.ts, told to die nowhere), concurrency 16, a pool of 20; the stores on the shared
+ * crash-receiver.ts, told to die nowhere, on the built packages), concurrency 16, a pool of 20; the stores on the shared
  * test servers (TEST_DATABASE_URL, TEST_REDIS_URL) under a fresh schema and key prefix, dropped
  * afterwards. Events/s: BENCH_STORES_EVENTS distinct signed events (default 3,000), 64 requests at
  * once spread over the instances, from the first request until every event's row is in the
@@ -51,8 +51,9 @@ interface Row {
 async function startInstance(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', receiverScript], {
     cwd: root,
-    // The receiver runs on the sources: the root tsconfig maps the package names to them.
-    env: { ...process.env, ...env, PORT: '0', CONCURRENCY: '16', TSX_TSCONFIG_PATH: 'tsconfig.json' },
+    // The receiver runs the packages as built (their dist, what the packed tarballs hold): the base
+    // tsconfig maps no package name to its sources, so imports resolve through each package.json.
+    env: { ...process.env, ...env, PORT: '0', CONCURRENCY: '16', TSX_TSCONFIG_PATH: 'tsconfig.base.json' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const [line] = (await once(createInterface({ input: child.stdout as NodeJS.ReadableStream }), 'line')) as [
