@@ -147,6 +147,29 @@ describe("the dashboard's forms refuse every value they do not offer, and change
     expect(await state()).toEqual(before);
   });
 
+  it('answers an events filter it does not offer (a type the sender does not make, a status it does not know) with a 400 page naming the field, not an empty list', async () => {
+    const cookie = await signIn(base, sender.keys.test);
+    for (const [query, field] of [
+      ['type=Foo', 'type'],
+      ['type=Payment.Session.Created', 'type'],
+      ['type=payment.session.created%20', 'type'],
+      ['type=Foo&delivery_status=failed', 'type'],
+      ['delivery_status=Failed', 'delivery_status'],
+    ] as const) {
+      const page = await getPage(base, `/dashboard/events?${query}`, cookie);
+      expect(page.status, query).toBe(400);
+      expect(page.headers.get('content-type'), query).toMatch(/^text\/html/);
+      expect(page.html, query).toMatch(/role="alert"/);
+      expect(page.html, query).toContain(`<code>${field}</code>:`);
+    }
+    expect((await getPage(base, '/dashboard/events?type=Foo', cookie)).html).toContain(
+      '<code>type</code>: must be one of payment.session.created,',
+    );
+    for (const query of ['type=payment.session.created', 'type=', 'type=&delivery_status=none']) {
+      expect((await getPage(base, `/dashboard/events?${query}`, cookie)).status, query).toBe(200);
+    }
+  });
+
   it('answers a broken escape with 400 and says so; a choice in another case with 422 naming the field and its values', async () => {
     const cookie = await signIn(base, sender.keys.test);
     const created = await api<{ id: string }>('POST', '/webhook-endpoints', {

@@ -1,10 +1,13 @@
+import { KNOWN_EVENTS } from '@payhook/core';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import type { Principal } from '../auth/api-keys.js';
 import { hashKey, principalOfKeyHash } from '../auth/api-keys.js';
 import type { SenderConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { AttemptFeed } from '../delivery/feed.js';
 import type { UrlConcurrency } from '../delivery/url-concurrency.js';
+import { ApiError } from '../errors.js';
 import type { ActAs } from '../http/act-as.js';
 import { databaseUnavailable, toApiError } from '../http/errors.js';
 import { databaseUnavailablePage, errorPage, signInPage } from './account-views.js';
@@ -17,7 +20,7 @@ import {
   eventPage,
   eventsPage,
 } from './events-views.js';
-import { decodeForm, type Form, readForm, text } from './form.js';
+import { choice, decodeForm, type Form, readForm, text } from './form.js';
 import type { PageContext } from './layout.js';
 import { createLiveStreams, MAX_LIVE_PER_BUSINESS } from './live.js';
 import {
@@ -59,6 +62,24 @@ const PAGE_HEADERS = {
   'x-frame-options': 'DENY',
   'referrer-policy': 'same-origin',
 };
+
+/**
+ * The events filter's type: the API lists whatever type it stored, but the page offers the types
+ * the sender makes, and reads its filter strictly (form.ts) against those.
+ */
+const EVENT_TYPE = choice(Type.Union(KNOWN_EVENTS.map((name) => Type.Literal(name))));
+
+/**
+ * The events page's refusal of a type it does not offer, worded as the API's refusal of a filter
+ * (naming the field), rather than a list that is empty; undefined for a type it offers.
+ */
+function refusedType(type: string | undefined): ApiError | undefined {
+  const read = type === undefined ? undefined : EVENT_TYPE.read(type);
+  if (read === undefined || !('problem' in read)) return undefined;
+  return new ApiError('invalid_request', 'The request has invalid fields.', {
+    details: [{ field: 'type', message: read.problem }],
+  });
+}
 
 /**
  * The delivery dashboard at `/dashboard`: server-rendered pages (docs/decisions.md, "The
@@ -232,12 +253,15 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
     })) {
       if (value) query.set(key, value);
     }
-    const answer = await call<{ data: EventSummary[]; pagination: { after: string; before: string } }>(
-      request,
-      'GET',
-      `/events?${query}`,
-    );
-    const ok = answer.status === 200;
+    const refused = refusedType(filters.type);
+    const answer = refused
+      ? undefined
+      : await call<{ data: EventSummary[]; pagination: { after: string; before: string } }>(
+          request,
+          'GET',
+          `/events?${query}`,
+        );
+    const ok = answer?.status === 200;
     return sendPage(
       reply.code(ok ? 200 : 400),
       eventsPage(context(request, '/dashboard/events'), {
@@ -246,7 +270,7 @@ async function dashboard(app: FastifyInstance, options: DashboardOptions): Promi
         filters,
         firstPage: !q.after && !q.before,
         notice: noticeOf(q),
-        error: ok ? undefined : answer.body.error,
+        error: ok ? undefined : (refused?.toJSON().error ?? answer?.body.error),
       }),
     );
   });
