@@ -14,7 +14,10 @@
  * once spread over the instances, from the first request until every event's row is in the
  * merchant's table. Latency: an open loop at the rate for BENCH_STORES_SECONDS (default 4), each
  * request's time to its 200, new events each, spread over the instances. BENCH_STORES_INSTANCES
- * picks the instance counts (default 1,3).
+ * picks the instance counts (default 1,3). A last row runs the PostgreSQL store on one instance
+ * again with an inbox of a busy merchant's past: BENCH_STORES_HISTORY records (default 2,000,000,
+ * 2 % of them past their retention for the purge) and half as many payments' order records, to
+ * set beside the empty inbox's row (0 skips it).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -29,6 +32,8 @@ const EVENTS = Number(process.env.BENCH_STORES_EVENTS ?? 3000);
 const RATE = Number(process.env.BENCH_STORES_RATE ?? 500);
 const SECONDS = Number(process.env.BENCH_STORES_SECONDS ?? 4);
 const INSTANCES = (process.env.BENCH_STORES_INSTANCES ?? '1,3').split(',').map(Number);
+/** Records in the PostgreSQL inbox (and half as many payments in its objects table) for the history row; 0 for none. */
+const HISTORY = Number(process.env.BENCH_STORES_HISTORY ?? 2_000_000);
 const IN_FLIGHT = 64;
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const receiverScript = fileURLToPath(
@@ -41,6 +46,8 @@ type Store = 'postgres' | 'redis';
 interface Row {
   store: Store;
   instances: number;
+  /** Records the inbox held before the run (0 but for the history row). */
+  history: number;
   eventsPerSecond: number;
   ackP50Ms: number;
   ackP99Ms: number;
@@ -77,7 +84,33 @@ async function post(url: string, body: string): Promise<number> {
   return response.status;
 }
 
-async function measure(pool: pg.Pool, store: Store, instances: number): Promise<Row> {
+/**
+ * A provider-sized past in the inbox at `schema`: `n` events done (2 % of them past their retention,
+ * for the purge to find), with keys spread as checksums are, and half as many payments' order
+ * records; vacuumed and analyzed, as autovacuum leaves an old table.
+ */
+async function seedHistory(pool: pg.Pool, schema: string, n: number): Promise<void> {
+  const now = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+  const day = 86_400_000;
+  await pool.query(
+    `INSERT INTO "${schema}".inbox (key, state, attempts, business_id, received_at, updated_at, expires_at, last_claim)
+     SELECT $1 || ':' || encode(sha256(('history-' || i)::bytea), 'hex'), 'done', 1, $1,
+            t.ms - 7 * ${day} + i, t.ms - 7 * ${day} + i,
+            CASE WHEN i % 50 = 0 THEN t.ms - ${day} ELSE t.ms + 7 * ${day} - (i % ${day}) END, 'new'
+     FROM generate_series(1, $2::int) AS i, (SELECT ${now} AS ms) AS t`,
+    [BENCH_BUSINESS_ID, n],
+  );
+  await pool.query(
+    `INSERT INTO "${schema}".inbox_objects (id, rank, holder, updated_at, expires_at)
+     SELECT $1 || E'\n' || md5('payment-' || i)::uuid, 3, NULL, t.ms, t.ms + 7 * ${day}
+     FROM generate_series(1, $2::int) AS i, (SELECT ${now} AS ms) AS t`,
+    [BENCH_BUSINESS_ID, Math.floor(n / 2)],
+  );
+  await pool.query(`VACUUM ANALYZE "${schema}".inbox`);
+  await pool.query(`VACUUM ANALYZE "${schema}".inbox_objects`);
+}
+
+async function measure(pool: pg.Pool, store: Store, instances: number, history = 0): Promise<Row> {
   const schema = `payhook_bench_${Math.random().toString(36).slice(2, 10)}`;
   const prefix = `payhook-bench:${schema}`;
   await pool.query(`CREATE SCHEMA "${schema}"`);
@@ -104,6 +137,7 @@ async function measure(pool: pg.Pool, store: Store, instances: number): Promise<
     const warm = bodies(200);
     await Promise.all(warm.map((body, i) => post(urls[i % urls.length] as string, body)));
     while ((await rowsWritten()) < warm.length) await sleep(20);
+    if (history > 0) await seedHistory(pool, schema, history);
 
     // Events/s, closed loop: from the first request until every row is written.
     const sent = bodies(EVENTS);
@@ -148,6 +182,7 @@ async function measure(pool: pg.Pool, store: Store, instances: number): Promise<
     return {
       store,
       instances,
+      history,
       eventsPerSecond: Math.round(eventsPerSecond),
       ackP50Ms: Number(quantile(latencies, 0.5).toFixed(2)),
       ackP99Ms: Number(quantile(latencies, 0.99).toFixed(2)),
@@ -180,25 +215,43 @@ try {
       );
     }
   }
+  if (HISTORY > 0) {
+    const row = await measure(pool, 'postgres', 1, HISTORY);
+    rows.push(row);
+    console.log(
+      `postgres, 1 instance, ${HISTORY} records before: ${row.eventsPerSecond} events/s, ack p99 ${row.ackP99Ms} ms`,
+    );
+  }
 } finally {
   await pool.end();
 }
 
 const results: Record<string, unknown> = { events: EVENTS, rate: RATE, seconds: SECONDS };
+const redisOf = (row: Row) => rows.find((r) => r.store === 'redis' && r.instances === row.instances) as Row;
 for (const row of rows) {
-  const redis = rows.find((r) => r.store === 'redis' && r.instances === row.instances) as Row;
-  results[`${row.store}, ${row.instances}`] = {
+  const redis = redisOf(row);
+  results[`${row.store}, ${row.instances}${row.history > 0 ? ', history' : ''}`] = {
     ...row,
     xRedis: Number((row.eventsPerSecond / redis.eventsPerSecond).toFixed(2)),
   };
 }
 printTable(
-  ['store', 'instances', 'events/s', 'x Redis', `ack p50 at ${RATE}/s, ms`, 'ack p99, ms', 'errors'],
+  [
+    'store',
+    'instances',
+    'records before',
+    'events/s',
+    'x Redis',
+    `ack p50 at ${RATE}/s, ms`,
+    'ack p99, ms',
+    'errors',
+  ],
   rows.map((row) => {
-    const redis = rows.find((r) => r.store === 'redis' && r.instances === row.instances) as Row;
+    const redis = redisOf(row);
     return [
       row.store,
       String(row.instances),
+      String(row.history),
       String(row.eventsPerSecond),
       (row.eventsPerSecond / redis.eventsPerSecond).toFixed(2),
       row.ackP50Ms.toFixed(2),
