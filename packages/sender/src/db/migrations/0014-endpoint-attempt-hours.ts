@@ -1,4 +1,4 @@
-import { type Kysely, type Migration, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 
 /**
  * Migration 0014_endpoint_attempt_hours, shipped: what it makes must never change; add the next.
@@ -7,32 +7,31 @@ import { type Kysely, type Migration, sql } from 'kysely';
  * endpoint's hour), so that it makes the same table and the same rows whatever that module
  * becomes. Bounds changed there need a new migration that rewrites the rows and this check.
  */
-export const migration: Migration = {
-  async up(db: Kysely<unknown>) {
-    // Each endpoint's attempts per hour, kept by the attempt-record statement: what the charts
-    // and the health of endpoints read, at a cost that does not grow with traffic
-    // (docs/decisions.md, "Counts kept as attempts are recorded"). No foreign key, as for
-    // endpoint_failures: recording must never fail on an endpoint deleted meanwhile.
-    await db.schema
-      .createTable('endpoint_attempt_hours')
-      .addColumn('endpoint_id', 'uuid', (c) => c.notNull())
-      .addColumn('hour', 'timestamptz', (c) => c.notNull())
-      .addColumn('attempts', 'integer', (c) => c.notNull())
-      .addColumn('succeeded', 'integer', (c) => c.notNull())
-      .addColumn('latency_histogram', sql`integer[]`, (c) =>
-        c.notNull().check(sql`cardinality(latency_histogram) = 28`),
-      )
-      .addColumn('last_error_at', 'timestamptz')
-      .addColumn('last_error_status', 'integer')
-      .addColumn('last_error_code', 'text')
-      .addColumn('last_error_message', 'text')
-      .addPrimaryKeyConstraint('endpoint_attempt_hours_pkey', ['endpoint_id', 'hour'])
-      .execute();
-    // The last 8 days of attempts already recorded, the longest window a chart shows: read
-    // once, by the attempts' time, with no lock on the tables delivery writes. Deliveries older
-    // than endpoints (no endpoint_id) count for the business's endpoints of the same URL, as
-    // the charts counted them before.
-    await sql`insert into endpoint_attempt_hours
+export async function up(db: Kysely<unknown>): Promise<void> {
+  // Each endpoint's attempts per hour, kept by the attempt-record statement: what the charts
+  // and the health of endpoints read, at a cost that does not grow with traffic
+  // (docs/decisions.md, "Counts kept as attempts are recorded"). No foreign key, as for
+  // endpoint_failures: recording must never fail on an endpoint deleted meanwhile.
+  await db.schema
+    .createTable('endpoint_attempt_hours')
+    .addColumn('endpoint_id', 'uuid', (c) => c.notNull())
+    .addColumn('hour', 'timestamptz', (c) => c.notNull())
+    .addColumn('attempts', 'integer', (c) => c.notNull())
+    .addColumn('succeeded', 'integer', (c) => c.notNull())
+    .addColumn('latency_histogram', sql`integer[]`, (c) =>
+      c.notNull().check(sql`cardinality(latency_histogram) = 28`),
+    )
+    .addColumn('last_error_at', 'timestamptz')
+    .addColumn('last_error_status', 'integer')
+    .addColumn('last_error_code', 'text')
+    .addColumn('last_error_message', 'text')
+    .addPrimaryKeyConstraint('endpoint_attempt_hours_pkey', ['endpoint_id', 'hour'])
+    .execute();
+  // The last 8 days of attempts already recorded, the longest window a chart shows: read
+  // once, by the attempts' time, with no lock on the tables delivery writes. Deliveries older
+  // than endpoints (no endpoint_id) count for the business's endpoints of the same URL, as
+  // the charts counted them before.
+  await sql`insert into endpoint_attempt_hours
         (endpoint_id, hour, attempts, succeeded, latency_histogram,
          last_error_at, last_error_status, last_error_code, last_error_message)
       select endpoint_id, hour, attempts, succeeded,
@@ -64,5 +63,4 @@ export const migration: Migration = {
         ) s
         group by endpoint_id, 2
       ) g`.execute(db);
-  },
-};
+}
