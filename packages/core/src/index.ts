@@ -168,6 +168,7 @@ export {
 } from './signing-secret.js';
 export type { MemoryStoreOptions } from './store/memory-store.js';
 export { createMemoryStore, DEFAULT_RETENTION_MS } from './store/memory-store.js';
+export { checkMilliseconds, withStoreTimeout } from './store/store-helpers.js';
 export type {
   ClaimRequest,
   ClaimResult,

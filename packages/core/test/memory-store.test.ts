@@ -1,6 +1,6 @@
 import { describeOrderContract, describeStoreContract } from '@payhook/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMemoryStore } from '../src/index.js';
+import { checkMilliseconds, createMemoryStore, withStoreTimeout } from '../src/index.js';
 
 describeStoreContract('memory', async ({ retentionMs }) => createMemoryStore({ retentionMs }), {
   describe,
@@ -51,5 +51,41 @@ describe('createMemoryStore', () => {
     }
     expect(await rankOf('pay_19')).toBe(20);
     expect(await rankOf('pay_0')).toBeUndefined();
+  });
+});
+
+describe('store helpers', () => {
+  it('checkMilliseconds returns a positive value and names a wrong one', () => {
+    expect(checkMilliseconds('leaseMs', 1.5, 'number')).toBe(1.5);
+    expect(checkMilliseconds('retentionMs', 60_000, 'integer')).toBe(60_000);
+    expect(() => checkMilliseconds('retentionMs', 1.5, 'integer')).toThrow(
+      new TypeError('Invalid retentionMs: 1.5 (expected a positive integer of milliseconds).'),
+    );
+    expect(() => checkMilliseconds('commandTimeoutMs', Number.POSITIVE_INFINITY, 'number')).toThrow(
+      new TypeError('Invalid commandTimeoutMs: Infinity (expected a positive number of milliseconds).'),
+    );
+    expect(() => checkMilliseconds('leaseMs', 0, 'number')).toThrow(TypeError);
+  });
+
+  it("withStoreTimeout settles as the command does, or with the store's error once the time is up", async () => {
+    await expect(
+      withStoreTimeout(
+        1000,
+        async () => 'answer',
+        () => new Error('late'),
+      ),
+    ).resolves.toBe('answer');
+    const failure = new Error('refused');
+    await expect(
+      withStoreTimeout(
+        1000,
+        () => Promise.reject(failure),
+        () => new Error('late'),
+      ),
+    ).rejects.toBe(failure);
+    const never = () => new Promise<never>(() => {});
+    await expect(withStoreTimeout(20, never, () => new RangeError('no answer within 20 ms'))).rejects.toThrow(
+      new RangeError('no answer within 20 ms'),
+    );
   });
 });

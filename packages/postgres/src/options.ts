@@ -1,5 +1,5 @@
 // The options of createPostgresStore: what each means, their checks and their defaults.
-import { DEFAULT_RETENTION_MS } from '@payhook/core';
+import { checkMilliseconds, DEFAULT_RETENTION_MS } from '@payhook/core';
 import type { Pool, PoolConfig } from 'pg';
 
 /** Options of `createPostgresStore`. */
@@ -65,19 +65,13 @@ export function checkIdentifier(name: string, value: unknown): string {
 export function resolveOptions(options: PostgresStoreOptions): ResolvedOptions {
   const schema = checkIdentifier('schema', options.schema ?? 'payhook');
   const table = checkIdentifier('table', options.table ?? 'inbox');
-  const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
-  if (!Number.isInteger(retentionMs) || retentionMs <= 0) {
-    throw new TypeError(`Invalid retentionMs: ${retentionMs} (expected a positive integer of milliseconds).`);
-  }
-  if (options.leaseMs !== undefined && (!Number.isInteger(options.leaseMs) || options.leaseMs <= 0)) {
-    throw new TypeError(`Invalid leaseMs: ${options.leaseMs} (expected a positive integer of milliseconds).`);
-  }
-  const timeoutMs = options.commandTimeoutMs ?? 2000;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-    throw new TypeError(
-      `Invalid commandTimeoutMs: ${timeoutMs} (expected a positive number of milliseconds).`,
-    );
-  }
+  const retentionMs = checkMilliseconds(
+    'retentionMs',
+    options.retentionMs ?? DEFAULT_RETENTION_MS,
+    'integer',
+  );
+  if (options.leaseMs !== undefined) checkMilliseconds('leaseMs', options.leaseMs, 'integer');
+  const timeoutMs = checkMilliseconds('commandTimeoutMs', options.commandTimeoutMs ?? 2000, 'number');
   const migrate = options.migrate ?? true;
   if (typeof migrate !== 'boolean') {
     throw new TypeError(`Invalid migrate: ${JSON.stringify(migrate)} (expected true or false).`);

@@ -1,3 +1,5 @@
+import { withStoreTimeout } from '@payhook/core';
+
 /**
  * The error of a store statement that did not answer within `commandTimeoutMs` (a connection's
  * wait included); the receiver reports it to `onError` (phase `store`) and answers 503
@@ -17,19 +19,7 @@ export class PostgresTimeoutError extends Error {
   }
 }
 
-/** Runs `run` under a timeout: a store never hangs a request. */
+/** Runs `run` under the store's timeout (`withStoreTimeout`), failing with a {@link PostgresTimeoutError}. */
 export function withTimeout<T>(name: string, ms: number, run: () => Promise<T>): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new PostgresTimeoutError(name, ms)), ms);
-    run().then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
+  return withStoreTimeout(ms, run, () => new PostgresTimeoutError(name, ms));
 }

@@ -1,5 +1,5 @@
 // The options of createRedisStore: what each means, their checks and their defaults.
-import { DEFAULT_RETENTION_MS, type Logger } from '@payhook/core';
+import { checkMilliseconds, DEFAULT_RETENTION_MS, type Logger } from '@payhook/core';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 
 /** Options of `createRedisStore`. */
@@ -60,19 +60,13 @@ export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
   if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
     throw new TypeError(`Invalid prefix: ${JSON.stringify(prefix)} (a non-empty string without braces).`);
   }
-  const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
-  if (!Number.isInteger(retentionMs) || retentionMs <= 0) {
-    throw new TypeError(`Invalid retentionMs: ${retentionMs} (expected a positive integer of milliseconds).`);
-  }
-  if (options.leaseMs !== undefined && (!Number.isFinite(options.leaseMs) || options.leaseMs <= 0)) {
-    throw new TypeError(`Invalid leaseMs: ${options.leaseMs} (expected a positive number of milliseconds).`);
-  }
-  const timeoutMs = options.commandTimeoutMs ?? 1000;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-    throw new TypeError(
-      `Invalid commandTimeoutMs: ${timeoutMs} (expected a positive number of milliseconds).`,
-    );
-  }
+  const retentionMs = checkMilliseconds(
+    'retentionMs',
+    options.retentionMs ?? DEFAULT_RETENTION_MS,
+    'integer',
+  );
+  if (options.leaseMs !== undefined) checkMilliseconds('leaseMs', options.leaseMs, 'number');
+  const timeoutMs = checkMilliseconds('commandTimeoutMs', options.commandTimeoutMs ?? 1000, 'number');
   const durability = options.durability ?? 'default';
   if (durability !== 'default' && durability !== 'replicas') {
     throw new TypeError(

@@ -4,6 +4,7 @@ import {
   type RecoveredEvent,
   type StoredEvent,
   stderrLogger,
+  withStoreTimeout,
 } from '@payhook/core';
 import { type Cluster, Redis, type RedisOptions } from 'ioredis';
 import { clusterReady, isCluster, isRedirection, keySlot, masterOf } from './cluster.js';
@@ -162,19 +163,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore<Redis |
   /** Runs one command under the store's timeout: a store never hangs a request. */
   function call<T>(name: string, run: () => Promise<T>): Promise<T> {
     commandCount++;
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new StoreTimeoutError(name, timeoutMs)), timeoutMs);
-      run().then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
+    return withStoreTimeout(timeoutMs, run, () => new StoreTimeoutError(name, timeoutMs));
   }
 
   return {

@@ -1,4 +1,5 @@
 import { createMemoryOrder } from './memory-order.js';
+import { checkMilliseconds } from './store-helpers.js';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, RecoveredEvent, StoredEvent } from './types.js';
 
 /** Options of {@link createMemoryStore}. */
@@ -35,12 +36,9 @@ export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
  * ```
  */
 export function createMemoryStore(options: MemoryStoreOptions = {}): IdempotencyStore {
-  const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
+  const retentionMs = checkMilliseconds('retentionMs', options.retentionMs ?? DEFAULT_RETENTION_MS, 'number');
   const now = options.now ?? Date.now;
   const maxEntries = options.maxEntries ?? 1_000_000;
-  if (!Number.isFinite(retentionMs) || retentionMs <= 0) {
-    throw new TypeError(`Invalid retentionMs: ${retentionMs} (expected a positive number of milliseconds).`);
-  }
   // Map keeps insertion order, and every write re-inserts: the first entries are the oldest.
   const records = new Map<string, StoredEvent>();
 
