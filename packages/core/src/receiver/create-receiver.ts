@@ -42,29 +42,10 @@ export { DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_EVENTS } from './options.j
  * ```
  */
 export function createReceiver(options: ReceiverOptions): Receiver {
-  const {
-    businessIds,
-    allowList,
-    trustedProxies,
-    canonicalization,
-    checkSignature,
-    maxBodyBytes,
-    maxDrainBytes,
-    maxDepth,
-    store,
-    leaseMs,
-    recoveryIntervalMs,
-    concurrency,
-    handlerTimeoutMs,
-    retry,
-    maxQueuedEvents,
-    maxQueuedBytes,
-    logger,
-    hooks,
-    tracing,
-    instanceId,
-    order,
-  } = resolveReceiverOptions(options);
+  // The options, checked, with their defaults; the store, the logger and the metric hooks are
+  // used throughout.
+  const config = resolveReceiverOptions(options);
+  const { store, logger, hooks } = config;
 
   // node:crypto verifies synchronously; the Web path (where node:crypto is missing, or asked for)
   // may answer with a promise, awaited.
@@ -85,24 +66,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     }
   };
 
-  const work = createWorkQueue({
-    store,
-    instanceId,
-    leaseMs,
-    concurrency,
-    handlerTimeoutMs,
-    retry,
-    logger,
-    registry,
-    reportError,
-    maxQueuedEvents,
-    maxQueuedBytes,
-    hooks,
-    tracing,
-    order,
-  });
+  const work = createWorkQueue({ ...config, registry, reportError });
   const { recover } = work;
-  const claimEvent = createEventClaim({ work, store, instanceId, leaseMs, logger, reportError });
+  const claimEvent = createEventClaim({ ...config, work, reportError });
   const duplicate = (): ReceiverResult => {
     hooks.duplicate();
     return { status: 200, body: { received: true, duplicate: true }, headers: {} };
@@ -150,10 +116,10 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       (error) => reportError(error, { phase: 'recovery' }),
     );
   };
-  if (recoveryIntervalMs > 0) {
+  if (config.recoveryIntervalMs > 0) {
     // A timer, not setImmediate, which Workers and browsers lack.
     unref(setTimeout(runRecovery, 0));
-    recoveryTimer = setInterval(runRecovery, recoveryIntervalMs);
+    recoveryTimer = setInterval(runRecovery, config.recoveryIntervalMs);
     unref(recoveryTimer);
   }
 
@@ -169,9 +135,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
   };
 
   const receiver: Receiver = {
-    instanceId,
-    maxBodyBytes,
-    maxDrainBytes,
+    instanceId: config.instanceId,
+    maxBodyBytes: config.maxBodyBytes,
+    maxDrainBytes: config.maxDrainBytes,
     logger,
 
     on(name, handler) {
@@ -200,15 +166,15 @@ export function createReceiver(options: ReceiverOptions): Receiver {
     },
     onStale(handler) {
       if (typeof handler !== 'function') throw new TypeError('onStale needs a handler function.');
-      order?.staleHandlers.push(handler);
+      config.order?.staleHandlers.push(handler);
       return receiver;
     },
 
     async handle(request) {
       checkRequestFields(request);
       if (closing) return shuttingDown();
-      const clientIp = clientAddress(request, trustedProxies);
-      const refusedAddress = allowList && addressRefusal(allowList, clientIp, logger);
+      const clientIp = clientAddress(request, config.trustedProxies);
+      const refusedAddress = config.allowList && addressRefusal(config.allowList, clientIp, logger);
       if (refusedAddress) return refuse(refusedAddress);
       if (request.method.toUpperCase() !== 'POST') {
         return refuse(new PayhookError('method_not_allowed', 'Webhook events are sent with POST.'), {
@@ -226,7 +192,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       let rawBody = request.rawBody;
       if (rawBody === undefined && request.parsedBody === undefined && request.readBody) {
         try {
-          rawBody = await request.readBody(maxBodyBytes, maxDrainBytes);
+          rawBody = await request.readBody(config.maxBodyBytes, config.maxDrainBytes);
         } catch (error) {
           if (isPayhookError(error))
             return refuse(error, error.code === 'payload_too_large' ? { connection: 'close' } : {});
@@ -235,9 +201,9 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       }
       if (
         rawBody !== undefined &&
-        (typeof rawBody === 'string' ? utf8Length(rawBody) : rawBody.byteLength) > maxBodyBytes
+        (typeof rawBody === 'string' ? utf8Length(rawBody) : rawBody.byteLength) > config.maxBodyBytes
       ) {
-        return refuse(tooLarge(maxBodyBytes), { connection: 'close' });
+        return refuse(tooLarge(config.maxBodyBytes), { connection: 'close' });
       }
       if (rawBody === undefined && !warnedParsed) {
         warnedParsed = true;
@@ -246,7 +212,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
           'payhook: a body parser ran before the webhook handler, so only RFC 8785 canonicalization applies and duplicate keys go unseen; mount payhook before the body parser for full protection',
         );
       }
-      let unsigned = checkSignature(
+      let unsigned = config.checkSignature(
         request,
         rawBody !== undefined ? { rawBody } : { parsedBody: request.parsedBody },
       );
@@ -260,10 +226,10 @@ export function createReceiver(options: ReceiverOptions): Receiver {
       try {
         envelope = parseEnvelope(
           rawBody !== undefined ? { rawBody } : { payload: request.parsedBody },
-          maxDepth,
+          config.maxDepth,
         );
-        const mode = rawBody !== undefined ? (canonicalization ?? 'auto') : 'jcs';
-        const checked = checkEnvelope(envelope, mode, businessIds, cryptoPath);
+        const mode = rawBody !== undefined ? (config.canonicalization ?? 'auto') : 'jcs';
+        const checked = checkEnvelope(envelope, mode, config.businessIds, cryptoPath);
         verified = checked instanceof Promise ? await checked : checked;
       } catch (error) {
         verified = {
@@ -284,7 +250,7 @@ export function createReceiver(options: ReceiverOptions): Receiver {
         payload: verified.payload,
         businessId: verified.businessId,
         // The trace headers go with the work: its handlers run after the response.
-        trace: tracing?.capture(request.headers),
+        trace: config.tracing?.capture(request.headers),
       }));
       switch (claimed.kind) {
         case 'claimed':
