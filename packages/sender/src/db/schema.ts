@@ -3,22 +3,27 @@ import type { ColumnType, Generated, Kysely, Transaction } from 'kysely';
 /** Test or live: every key and every resource belongs to one business in one mode. */
 export type Mode = 'test' | 'live';
 
-/** API keys stored by `payhook keys create` (hashed; the key itself is shown once). */
-export interface ApiKeysTable {
-  id: Generated<string>;
+/** The owner of a key's or a resource's row: one business, in one mode. */
+export interface BusinessOwned {
   business_id: string;
   mode: Mode;
+}
+
+/** When the row was inserted: the database's default, never updated. */
+export type CreatedAt = ColumnType<Date, Date | undefined, never>;
+
+/** API keys stored by `payhook keys create` (hashed; the key itself is shown once). */
+export interface ApiKeysTable extends BusinessOwned {
+  id: Generated<string>;
   /** SHA-256 of the key, hex. */
   key_hash: string;
   /** The first characters of the key, to tell keys apart in a listing. */
   key_prefix: string;
-  created_at: ColumnType<Date, Date | undefined, never>;
+  created_at: CreatedAt;
 }
 
 /** Settings of one business in one mode (`PATCH /accounts/settings`). */
-export interface AccountSettingsTable {
-  business_id: string;
-  mode: Mode;
+export interface AccountSettingsTable extends BusinessOwned {
   require_mfa: boolean;
   /**
    * The URLs before endpoints (migration 0012 made them endpoints): neither read nor written since,
@@ -30,53 +35,45 @@ export interface AccountSettingsTable {
 }
 
 /** A customer of a business (`POST /customers`). */
-export interface CustomersTable {
+export interface CustomersTable extends BusinessOwned {
   id: Generated<string>;
-  business_id: string;
-  mode: Mode;
   first_name: string;
   last_name: string;
   email: string;
   phone_number: string;
   billing_address: ColumnType<Record<string, string>, string, string>;
-  created_at: ColumnType<Date, Date | undefined, never>;
+  created_at: CreatedAt;
 }
 
 /** A payout destination of a business (`POST /beneficiaries`). */
-export interface BeneficiariesTable {
+export interface BeneficiariesTable extends BusinessOwned {
   id: string;
-  business_id: string;
-  mode: Mode;
   currency: string;
   data: ColumnType<Record<string, unknown>, string, string>;
-  created_at: ColumnType<Date, Date | undefined, never>;
+  created_at: CreatedAt;
 }
 
 /** A payment session and its payment. */
-export interface PaymentsTable {
+export interface PaymentsTable extends BusinessOwned {
   id: string;
-  business_id: string;
-  mode: Mode;
   reference: string;
   status: 'pending' | 'captured' | 'settled' | 'failed';
   method_type: string | null;
   data: ColumnType<Record<string, unknown>, string, string>;
   expires_at: ColumnType<Date, Date, Date>;
-  created_at: ColumnType<Date, Date | undefined, never>;
+  created_at: CreatedAt;
   captured_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   auth_type: string | null;
   links: ColumnType<Record<string, string>, string | undefined, string>;
 }
 
 /** An event of the outbox, with the exact payload every delivery attempt sends. */
-export interface EventsTable {
+export interface EventsTable extends BusinessOwned {
   id: string;
-  business_id: string;
-  mode: Mode;
   type: string;
   payment_id: string | null;
   payload: string;
-  created_at: ColumnType<Date, Date | undefined, never>;
+  created_at: CreatedAt;
 }
 
 /** One event to one webhook URL. */
@@ -87,7 +84,7 @@ export interface DeliveriesTable {
   status: Generated<'pending' | 'delivered' | 'failed'>;
   attempts: Generated<number>;
   next_attempt_at: ColumnType<Date, Date | undefined, Date>;
-  created_at: ColumnType<Date, Date | undefined, never>;
+  created_at: CreatedAt;
   /** Set while a worker holds the delivery; only that worker may record its attempt. */
   claim_token: string | null;
   first_attempt_at: Date | null;
@@ -119,9 +116,7 @@ export interface DeliveryAttemptsTable {
 }
 
 /** A POST's first response under its Idempotency-Key, replayed for 24 hours. */
-export interface IdempotencyKeysTable {
-  business_id: string;
-  mode: Mode;
+export interface IdempotencyKeysTable extends BusinessOwned {
   key: string;
   /** SHA-256 of the method, path and canonical body: the same key with another request is refused. */
   request_hash: string;
@@ -132,13 +127,11 @@ export interface IdempotencyKeysTable {
 }
 
 /** A Standard Webhooks signing secret of one business in one mode. */
-export interface SigningSecretsTable {
+export interface SigningSecretsTable extends BusinessOwned {
   id: Generated<string>;
-  business_id: string;
-  mode: Mode;
   /** `whsec_` and the base64 of 32 random bytes; kept as is, since every attempt signs with it. */
   secret: string;
-  created_at: ColumnType<Date, Date | undefined, never>;
+  created_at: CreatedAt;
   /** Null for the current secret; for a previous one, the end of its rotation's overlap. */
   expires_at: Date | null;
 }
@@ -150,21 +143,17 @@ export interface DeliveryInstancesTable {
 }
 
 /** A dashboard sign-in (migration 0011): the cookie and the key are stored by hash only. */
-export interface DashboardSessionsTable {
+export interface DashboardSessionsTable extends BusinessOwned {
   id_hash: string;
   key_hash: string;
-  business_id: string;
-  mode: Mode;
   csrf_token: string;
-  created_at: ColumnType<Date, Date | undefined, never>;
+  created_at: CreatedAt;
   expires_at: Date;
 }
 
 /** One of a business's webhook endpoints (migration 0012): where events go, and which. */
-export interface WebhookEndpointsTable {
+export interface WebhookEndpointsTable extends BusinessOwned {
   id: Generated<string>;
-  business_id: string;
-  mode: Mode;
   url: string;
   description: string | null;
   /** Event types it takes, or `["*"]` for every one. */
@@ -179,7 +168,7 @@ export interface WebhookEndpointsTable {
   rate_limit_per_second: number | null;
   /** The rate limit's state: no attempt to the endpoint is claimed before it. */
   next_send_at: Date | null;
-  created_at: ColumnType<Date, Date | undefined, never>;
+  created_at: CreatedAt;
   updated_at: ColumnType<Date, Date | undefined, Date>;
 }
 
@@ -190,7 +179,7 @@ export interface EndpointSigningSecretsTable {
   secret: string;
   /** The `whpk_` public key of a v1a secret key; null for v1. */
   public_key: string | null;
-  created_at: ColumnType<Date, Date | undefined, never>;
+  created_at: CreatedAt;
   /** Null for the current secret; for a previous one, the end of its rotation's overlap. */
   expires_at: Date | null;
 }
