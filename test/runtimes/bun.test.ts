@@ -1,5 +1,7 @@
 // @module-tag process
 // @module-tag build
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../support/free-port.js';
 import {
@@ -41,5 +43,22 @@ describe('bun: the example without its settings', () => {
     await expect(start({ BUSINESS_ID: '', ALLOWED_IPS: '' })).rejects.toThrow(
       /did not start \(2\)[\s\S]*BUSINESS_ID/,
     );
+  });
+});
+
+describe("bun: the Web path, hashed by Bun's native CryptoHasher", () => {
+  it("gives the default path's verdict on every event and signature, from a few bytes to 40 KB", async () => {
+    const { stdout } = await promisify(execFile)(bun, [`${ROOT}test/runtimes/web-path-parity.mjs`], {
+      timeout: 60_000,
+    });
+    const result = JSON.parse(stdout.trim().split('\n').pop() as string) as {
+      runtime: string;
+      native: boolean;
+      cases: number;
+      mismatches: unknown[];
+    };
+    expect(result).toMatchObject({ runtime: 'bun', native: true });
+    expect(result.cases).toBeGreaterThan(100);
+    expect(result.mismatches).toEqual([]);
   });
 });

@@ -210,7 +210,7 @@ describe('per-payment order on the PostgreSQL store', () => {
       expect(committed).toBe(true);
       expect(inHandler).toBe('on');
     } finally {
-      await store.close();
+      await store.close?.();
       await own.end();
     }
   });
