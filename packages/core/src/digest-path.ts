@@ -9,7 +9,7 @@ import { decodeListed, listed, SIGNATURE_BYTES } from './signature-wire.js';
  * The one seam between core's two crypto paths. A verification flow (the checksum's in
  * checksum.ts, the signature's in webhook-signature.ts) is written once and asks a path three
  * questions; node:crypto answers them at once, the Web path (a JavaScript HMAC for a message up
- * to 12 KB, Web Crypto above and for Ed25519) at once or as a promise. What differs between the
+ * to 12 KB, Web Crypto above and for Ed25519; Bun's native HMAC on Bun) at once or as a promise. What differs between the
  * paths stays behind this seam, how each compares included: node:crypto compares a `v1`
  * signature as base64 text, which costs less than decoding it.
  */
@@ -96,7 +96,10 @@ export const nodePath: DigestPath = {
   matchV1a,
 };
 
-/** The Web path: a JavaScript HMAC up to 12 KB (at once), Web Crypto above and for Ed25519. */
+/**
+ * The Web path: a JavaScript HMAC up to 12 KB (at once), Web Crypto above and for Ed25519; on Bun,
+ * Bun's native HMAC at any length (at once).
+ */
 export const webPath: DigestPath = {
   matchDigest: (keys, head, tail, expected) => firstMatchWeb(keys, head, tail, [expected]),
   matchListed: (keys, head, tail, header, count) =>
