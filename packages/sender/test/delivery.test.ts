@@ -507,6 +507,27 @@ describe.each(testStorages())('event delivery on %s', { timeout: 60_000 }, (stor
     expect(pending.body.data.map((e: { payment_id: string }) => e.payment_id).sort()).toEqual(
       [...late].sort(),
     );
+    // Each status filter lists the events the whole list gives that status, in its order, one a
+    // page, forward and back.
+    const all: { id: string; delivery_status: string }[] = (await call('GET', '/events?limit=100')).body.data;
+    for (const status of ['pending', 'failed', 'delivered', 'none']) {
+      const walk = async (cursor: 'after' | 'before', from = '') => {
+        const ids: string[] = [];
+        let page: { data: { id: string }[]; pagination: Record<string, string> };
+        let at = from;
+        do {
+          const query = `/events?delivery_status=${status}&limit=1${at ? `&${cursor}=${at}` : ''}`;
+          page = (await call('GET', query)).body;
+          ids.push(...page.data.map((e) => e.id));
+          at = page.pagination[cursor] as string;
+        } while (at);
+        return { ids, last: page.pagination };
+      };
+      const forward = await walk('after');
+      expect(forward.ids, status).toEqual(all.filter((e) => e.delivery_status === status).map((e) => e.id));
+      const back = forward.ids.length > 1 ? await walk('before', forward.last.before) : { ids: [] };
+      expect(back.ids.reverse(), status).toEqual(forward.ids.slice(0, -1));
+    }
 
     // A manual redelivery of one event: a new delivery with its own 48 hours, delivered now.
     down.respond(200);
