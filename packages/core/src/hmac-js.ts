@@ -1,5 +1,6 @@
 import { utf8Bytes } from './bytes.js';
 import type { HmacKey } from './hmac.js';
+import { KeyCache } from './hmac-keys.js';
 import { sha256Block } from './sha256.js';
 
 /*
@@ -24,8 +25,7 @@ interface PadStates {
   outer: Int32Array;
 }
 
-const textPads = new Map<string, PadStates>();
-const bytePads = new WeakMap<Uint8Array, PadStates>();
+const padStates = new KeyCache<PadStates>();
 
 // Shared by every call (hashing is synchronous): the hash state, the last one or two blocks with
 // the padding, and the inner digest.
@@ -98,17 +98,12 @@ function padState(key: Uint8Array, pad: number): Int32Array {
 }
 
 function padsOf(key: HmacKey): PadStates {
-  let pads = typeof key === 'string' ? textPads.get(key) : bytePads.get(key);
+  let pads = padStates.get(key);
   if (pads !== undefined) return pads;
   let bytes = typeof key === 'string' ? utf8Bytes(key) : key;
   if (bytes.length > BLOCK) bytes = sha256Js(bytes);
   pads = { inner: padState(bytes, 0x36), outer: padState(bytes, 0x5c) };
-  if (typeof key === 'string') {
-    if (textPads.size >= 256) textPads.clear();
-    textPads.set(key, pads);
-  } else {
-    bytePads.set(key, pads);
-  }
+  padStates.set(key, pads);
   return pads;
 }
 

@@ -1,3 +1,4 @@
+import { KeyCache } from './hmac-keys.js';
 import { NodeBuffer, type NodeCrypto, nodeCrypto, requireNodeCrypto } from './platform.js';
 
 /*
@@ -31,13 +32,11 @@ interface Pads {
 
 const BLOCK = 64;
 
-// Pads are prepared once per key: text keys (business ids) in a map of at most 256, byte keys
-// (a parsed secret's Buffer, made once by a receiver and never changed) for as long as the key lives.
-const textPads = new Map<string, Pads>();
-const bytePads = new WeakMap<Uint8Array, Pads>();
+// Pads are prepared once per key.
+const pads = new KeyCache<Pads>();
 
 function padsOf(key: HmacKey): Pads {
-  let p = typeof key === 'string' ? textPads.get(key) : bytePads.get(key);
+  let p = pads.get(key);
   if (p !== undefined) return p;
   let bytes: Uint8Array = typeof key === 'string' ? Buf.from(key, 'utf8') : key;
   if (bytes.length > BLOCK) bytes = createHash('sha256').update(bytes).digest();
@@ -48,12 +47,7 @@ function padsOf(key: HmacKey): Pads {
     outer[k] = (bytes[k] as number) ^ 0x5c;
   }
   p = { inner, outer };
-  if (typeof key === 'string') {
-    if (textPads.size >= 256) textPads.clear();
-    textPads.set(key, p);
-  } else {
-    bytePads.set(key, p);
-  }
+  pads.set(key, p);
   return p;
 }
 
