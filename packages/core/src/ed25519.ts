@@ -98,41 +98,33 @@ const nodePrivate = new WeakMap<Uint8Array, ReturnType<NodeCrypto['createPrivate
 const webPublic = new WeakMap<Uint8Array, Promise<WebCryptoKey>>();
 const webPrivate = new WeakMap<Uint8Array, Promise<WebCryptoKey>>();
 
-function nodePublicKey(c: NodeCrypto, key: Uint8Array) {
-  let k = nodePublic.get(key);
-  if (k === undefined) {
-    k = c.createPublicKey({ key: der(SPKI_PREFIX, key) as Buffer, format: 'der', type: 'spki' });
-    nodePublic.set(key, k);
+/** The value kept in `cache` for `key`, made by `make` the first time. */
+function kept<V>(cache: WeakMap<Uint8Array, V>, key: Uint8Array, make: () => V): V {
+  let value = cache.get(key);
+  if (value === undefined) {
+    value = make();
+    cache.set(key, value);
   }
-  return k;
+  return value;
 }
 
-function nodePrivateKey(c: NodeCrypto, seed: Uint8Array) {
-  let k = nodePrivate.get(seed);
-  if (k === undefined) {
-    k = c.createPrivateKey({ key: der(PKCS8_PREFIX, seed) as Buffer, format: 'der', type: 'pkcs8' });
-    nodePrivate.set(seed, k);
-  }
-  return k;
-}
+const nodePublicKey = (c: NodeCrypto, key: Uint8Array) =>
+  kept(nodePublic, key, () =>
+    c.createPublicKey({ key: der(SPKI_PREFIX, key) as Buffer, format: 'der', type: 'spki' }),
+  );
 
-function webPublicKey(key: Uint8Array): Promise<WebCryptoKey> {
-  let k = webPublic.get(key);
-  if (k === undefined) {
-    k = requireSubtle().importKey('raw', key, { name: 'Ed25519' }, false, ['verify']);
-    webPublic.set(key, k);
-  }
-  return k;
-}
+const nodePrivateKey = (c: NodeCrypto, seed: Uint8Array) =>
+  kept(nodePrivate, seed, () =>
+    c.createPrivateKey({ key: der(PKCS8_PREFIX, seed) as Buffer, format: 'der', type: 'pkcs8' }),
+  );
 
-function webPrivateKey(seed: Uint8Array): Promise<WebCryptoKey> {
-  let k = webPrivate.get(seed);
-  if (k === undefined) {
-    k = requireSubtle().importKey('pkcs8', der(PKCS8_PREFIX, seed), { name: 'Ed25519' }, false, ['sign']);
-    webPrivate.set(seed, k);
-  }
-  return k;
-}
+const webPublicKey = (key: Uint8Array): Promise<WebCryptoKey> =>
+  kept(webPublic, key, () => requireSubtle().importKey('raw', key, { name: 'Ed25519' }, false, ['verify']));
+
+const webPrivateKey = (seed: Uint8Array): Promise<WebCryptoKey> =>
+  kept(webPrivate, seed, () =>
+    requireSubtle().importKey('pkcs8', der(PKCS8_PREFIX, seed), { name: 'Ed25519' }, false, ['sign']),
+  );
 
 /**
  * A new Ed25519 key pair for `v1a` signatures: the sender keeps `secretKey`, the receiver is given
