@@ -1,9 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { IdempotencyStore, ObjectOrderStore } from '../store/types.js';
-import type { StoreContractTestApi, StoreFactory } from './store-contract.js';
-
-const LONG = 60_000;
-const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import {
+  LONG,
+  type StoreContractTestApi,
+  type StoreFactory,
+  storesClosedAfterEach,
+  wait,
+} from './store-contract.js';
 
 /**
  * Registers the contract of per-object order ({@link ObjectOrderStore}, a store's optional
@@ -23,13 +26,9 @@ const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export function describeOrderContract(name: string, factory: StoreFactory, test: StoreContractTestApi): void {
   const { describe, it, expect, afterEach } = test;
   describe(`order contract: ${name}`, () => {
-    const opened: IdempotencyStore[] = [];
-    afterEach(async () => {
-      await Promise.all(opened.splice(0).map((s) => s.close?.()));
-    });
+    const openStore = storesClosedAfterEach(factory, afterEach);
     const open = async (): Promise<{ store: IdempotencyStore; order: ObjectOrderStore }> => {
-      const store = await factory({ retentionMs: LONG });
-      opened.push(store);
+      const store = await openStore();
       const order = store.order;
       expect(typeof order?.lock).toBe('function');
       expect(typeof order?.complete).toBe('function');

@@ -25,8 +25,29 @@ export interface StoreContractTestApi {
   expect(actual: unknown): StoreContractAssertion;
 }
 
-const LONG = 60_000;
-const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A lease or a retention that outlasts any test, in ms. */
+export const LONG = 60_000;
+/** Resolves after `ms` milliseconds. */
+export const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * How a contract's tests open their stores: each from `factory` (kept `LONG` unless a retention is
+ * given), and closed, every one, after its test.
+ */
+export function storesClosedAfterEach(
+  factory: StoreFactory,
+  afterEach: StoreContractTestApi['afterEach'],
+): (retentionMs?: number) => Promise<IdempotencyStore> {
+  const opened: IdempotencyStore[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((s) => s.close?.()));
+  });
+  return async (retentionMs = LONG) => {
+    const store = await factory({ retentionMs });
+    opened.push(store);
+    return store;
+  };
+}
 
 /**
  * Registers the idempotency store contract (see {@link IdempotencyStore}) as a `describe` block:
@@ -58,15 +79,7 @@ const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export function describeStoreContract(name: string, factory: StoreFactory, test: StoreContractTestApi): void {
   const { describe, it, expect, afterEach } = test;
   describe(`store contract: ${name}`, () => {
-    const opened: IdempotencyStore[] = [];
-    const open = async (retentionMs = LONG) => {
-      const store = await factory({ retentionMs });
-      opened.push(store);
-      return store;
-    };
-    afterEach(async () => {
-      await Promise.all(opened.splice(0).map((s) => s.close?.()));
-    });
+    const open = storesClosedAfterEach(factory, afterEach);
     const request = (
       owner: string,
       leaseMs = LONG,
