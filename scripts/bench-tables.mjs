@@ -64,7 +64,7 @@ function verify(r) {
           int(ops),
           ratio(ops / verifiers['standardwebhooks verify']),
         ]);
-  return `${main}\n\nOn each runtime, the same body verified by payhook on its Web path (where node:crypto is missing: a JavaScript HMAC up to 12 KB, Web Crypto above), on its default path, and by the standardwebhooks package (x standardwebhooks: against its verify on that runtime):\n\n${table(['runtime', 'body', 'verifier', 'verifies/s', 'x standardwebhooks'], runtimeRows)}`;
+  return `${main}\n\nOn each runtime, the same body verified by payhook on its Web path (where node:crypto is missing: a JavaScript HMAC up to 12 KB, Web Crypto above; on Bun, Bun's native HMAC at any length), on its default path, and by the standardwebhooks package (x standardwebhooks: against its verify on that runtime):\n\n${table(['runtime', 'body', 'verifier', 'verifies/s', 'x standardwebhooks'], runtimeRows)}`;
 }
 
 function http(r) {
