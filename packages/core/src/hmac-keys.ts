@@ -1,8 +1,8 @@
 /**
- * What an HMAC keeps per key, so that a key's work is done once: its pads (hmac.ts) or its pads'
- * hash states (hmac-js.ts). Text keys (business ids) are
- * kept in a map of at most 256, emptied when a new key finds it full; byte keys (a parsed secret's
- * bytes, made once by a receiver and never changed) for as long as those bytes live.
+ * What an HMAC keeps per key, so that a key's work is done once: its pads (hmac.ts), its pads'
+ * hash states (hmac-js.ts) or its imported `CryptoKey` (hmac-web.ts). Text keys (business ids)
+ * are kept in a map of at most 256, emptied when a new key finds it full; byte keys (a parsed
+ * secret's bytes, made once by a receiver and never changed) for as long as those bytes live.
  */
 export class KeyCache<V> {
   private readonly text = new Map<string, V>();

@@ -1,6 +1,7 @@
 import { equalBytes, joinBytes, utf8Bytes } from './bytes.js';
 import type { HmacKey } from './hmac.js';
 import { hmacEqualsAnyJs, hmacEqualsJs, hmacJs } from './hmac-js.js';
+import { KeyCache } from './hmac-keys.js';
 import { requireSubtle, type WebCryptoKey } from './platform.js';
 
 /*
@@ -52,17 +53,11 @@ function nativeHmac(
 
 // A key's import while it runs, then the imported key itself (one await less per call after it).
 type Imported = WebCryptoKey | Promise<WebCryptoKey>;
-const textKeys = new Map<string, Imported>();
-const byteKeys = new WeakMap<Uint8Array, Imported>();
+const imported = new KeyCache<Imported>();
 
 function importHmacKey(key: HmacKey): Imported {
-  const known = typeof key === 'string' ? textKeys.get(key) : byteKeys.get(key);
+  const known = imported.get(key);
   if (known !== undefined) return known;
-  const keep = (k: Imported) => {
-    if (typeof key === 'string') textKeys.set(key, k);
-    else byteKeys.set(key, k);
-  };
-  if (typeof key === 'string' && textKeys.size >= 256) textKeys.clear();
   const importing = requireSubtle()
     .importKey(
       'raw',
@@ -71,11 +66,11 @@ function importHmacKey(key: HmacKey): Imported {
       false,
       ['sign', 'verify'],
     )
-    .then((imported) => {
-      keep(imported);
-      return imported;
+    .then((cryptoKey) => {
+      imported.set(key, cryptoKey);
+      return cryptoKey;
     });
-  keep(importing);
+  imported.set(key, importing);
   return importing;
 }
 
