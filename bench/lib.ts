@@ -161,31 +161,50 @@ export function ownCpu(): number {
   return user + system;
 }
 
+/** The CPU time (user + system, µs) /proc gives for the process `entry`, and its command name. */
+function procCpu(entry: string): { name: string; us: number } | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${entry}/stat`, 'utf8').trim();
+  } catch {
+    return undefined; // gone, or not ours to read
+  }
+  const match = /^\d+ \((.*)\) (.*)$/.exec(stat);
+  if (!match) return undefined;
+  const fields = (match[2] as string).split(' ');
+  // utime, stime (fields 14 and 15 of stat), in clock ticks of 1/100 s on Linux (USER_HZ).
+  return { name: match[1] as string, us: (Number(fields[11]) + Number(fields[12])) * 10_000 };
+}
+
+/**
+ * CPU time so far, in µs, of every process named `name` on this machine (`postgres`,
+ * `redis-server`), read from /proc (Linux); `undefined` where none can be read.
+ */
+export function cpuOfProcesses(name: string): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  let us = 0;
+  let seen = false;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cpu = procCpu(entry);
+    if (cpu?.name !== name) continue;
+    us += cpu.us;
+    seen = true;
+  }
+  return seen ? us : undefined;
+}
+
+/** CPU time so far, in µs, of the processes `pids` (children of this one); `undefined` off Linux. */
+export function cpuOfPids(pids: number[]): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  return pids.reduce((sum, pid) => sum + (procCpu(String(pid))?.us ?? 0), 0);
+}
+
 /**
  * CPU time of the PostgreSQL server's processes so far, in µs, read from /proc (Linux, with the
  * server on this machine); `undefined` where that cannot be read.
  */
-export function postgresCpu(): number | undefined {
-  if (process.platform !== 'linux') return undefined;
-  let ticks = 0;
-  let seen = false;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8').trim();
-    } catch {
-      continue; // gone, or not ours to read
-    }
-    const match = /^\d+ \((.*)\) (.*)$/.exec(stat);
-    if (match?.[1] !== 'postgres') continue;
-    const fields = (match[2] as string).split(' ');
-    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
-    seen = true;
-  }
-  // Clock ticks are 1/100 s on Linux (USER_HZ).
-  return seen ? ticks * 10_000 : undefined;
-}
+export const postgresCpu = (): number | undefined => cpuOfProcesses('postgres');
 
 /** The bytes of every file under `dir`, its subdirectories included (what it takes on disk). */
 export function directoryBytes(dir: string): number {

@@ -12,7 +12,8 @@
  * test servers (TEST_DATABASE_URL, TEST_REDIS_URL) under a fresh schema and key prefix, dropped
  * afterwards. Events/s: BENCH_STORES_EVENTS distinct signed events (default 3,000), 64 requests at
  * once spread over the instances, from the first request until every event's row is in the
- * merchant's table. Latency: an open loop at the rate for BENCH_STORES_SECONDS (default 4), each
+ * merchant's table; with the CPU each event cost the receivers, PostgreSQL and Redis (from /proc,
+ * on Linux), steadier than events/s when other work shares the machine. Latency: an open loop at the rate for BENCH_STORES_SECONDS (default 4), each
  * request's time to its 200, new events each, spread over the instances. BENCH_STORES_INSTANCES
  * picks the instance counts (default 1,3). A last row runs the PostgreSQL store on one instance
  * again with an inbox of a busy merchant's past: BENCH_STORES_HISTORY records (default 2,000,000,
@@ -26,7 +27,16 @@ import { fileURLToPath } from 'node:url';
 import { createTestEvent } from '@payhook/core/testing';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { BENCH_BUSINESS_ID, BENCH_DATABASE_URL, printTable, quantile, sleep, writeResults } from './lib.js';
+import {
+  BENCH_BUSINESS_ID,
+  BENCH_DATABASE_URL,
+  cpuOfPids,
+  cpuOfProcesses,
+  printTable,
+  quantile,
+  sleep,
+  writeResults,
+} from './lib.js';
 
 const EVENTS = Number(process.env.BENCH_STORES_EVENTS ?? 3000);
 const RATE = Number(process.env.BENCH_STORES_RATE ?? 500);
@@ -53,6 +63,10 @@ interface Row {
   ackP99Ms: number;
   /** Requests of the latency run answered other than 200. */
   ackErrors: number;
+  /** CPU per event of the events/s run, in µs: the receiver processes, PostgreSQL's, Redis's. */
+  receiversCpuUs?: number;
+  postgresCpuUs?: number;
+  redisCpuUs?: number;
 }
 
 async function startInstance(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
@@ -108,6 +122,8 @@ async function seedHistory(pool: pg.Pool, schema: string, n: number): Promise<vo
   );
   await pool.query(`VACUUM ANALYZE "${schema}".inbox`);
   await pool.query(`VACUUM ANALYZE "${schema}".inbox_objects`);
+  // The seeding's writes flushed now, not by a checkpoint in the middle of the measured run.
+  await pool.query('CHECKPOINT');
 }
 
 async function measure(pool: pg.Pool, store: Store, instances: number, history = 0): Promise<Row> {
@@ -142,6 +158,9 @@ async function measure(pool: pg.Pool, store: Store, instances: number, history =
     // Events/s, closed loop: from the first request until every row is written.
     const sent = bodies(EVENTS);
     let next = 0;
+    const pids = running.map(({ child }) => child.pid as number);
+    const cpu = () => [cpuOfPids(pids), cpuOfProcesses('postgres'), cpuOfProcesses('redis-server')];
+    const cpu0 = cpu();
     const started = performance.now();
     await Promise.all(
       Array.from({ length: IN_FLIGHT }, async () => {
@@ -153,6 +172,10 @@ async function measure(pool: pg.Pool, store: Store, instances: number, history =
     );
     while ((await rowsWritten()) < warm.length + EVENTS) await sleep(5);
     const eventsPerSecond = EVENTS / ((performance.now() - started) / 1000);
+    const [receiversCpuUs, postgresCpuUs, redisCpuUs] = cpu().map((after, i) => {
+      const before = cpu0[i];
+      return after === undefined || before === undefined ? undefined : Math.round((after - before) / EVENTS);
+    });
 
     // Acknowledgement latency, open loop at RATE.
     const steady = bodies(RATE * SECONDS);
@@ -187,6 +210,9 @@ async function measure(pool: pg.Pool, store: Store, instances: number, history =
       ackP50Ms: Number(quantile(latencies, 0.5).toFixed(2)),
       ackP99Ms: Number(quantile(latencies, 0.99).toFixed(2)),
       ackErrors,
+      receiversCpuUs,
+      postgresCpuUs,
+      redisCpuUs,
     };
   } finally {
     for (const { child } of running) {
@@ -257,6 +283,7 @@ printTable(
       row.ackP50Ms.toFixed(2),
       row.ackP99Ms.toFixed(2),
       String(row.ackErrors),
+      [row.receiversCpuUs, row.postgresCpuUs, row.redisCpuUs].map((us) => us ?? '-').join(', '),
     ];
   }),
 );
