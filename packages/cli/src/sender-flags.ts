@@ -1,16 +1,14 @@
-import { CliError } from './command.js';
+import { CliError, type Values } from './command.js';
 import { DEFAULT_SENDER_URL, senderUrl } from './urls.js';
 
 /** The flags of a command that calls a running sender: where it is, and the business's API key. */
-export interface SenderFlags {
-  'base-url'?: string | undefined;
-  'api-key'?: string | undefined;
-}
-
 export const senderOptions = {
   'base-url': { type: 'string' },
   'api-key': { type: 'string' },
 } as const;
+
+/** The values of {@link senderOptions}. */
+export type SenderFlags = Values<typeof senderOptions>;
 
 /**
  * The sender a command calls and the key it calls with: `--base-url` (by default the sender

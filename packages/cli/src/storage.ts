@@ -1,16 +1,14 @@
 import type { Database } from '@payhook/sender';
-import { CliError, EXIT } from './command.js';
+import { CliError, EXIT, type Values } from './command.js';
 
 /** Where a command's sender data lives: `--database-url`, or a PGlite `--data-dir`. */
-export interface StorageFlags {
-  'data-dir'?: string | undefined;
-  'database-url'?: string | undefined;
-}
-
 export const storageOptions = {
   'data-dir': { type: 'string' },
   'database-url': { type: 'string' },
 } as const;
+
+/** The values of {@link storageOptions}. */
+export type StorageFlags = Values<typeof storageOptions>;
 
 /** Opens the sender's database for a command; a locked directory or an unreachable server exits 3. */
 export async function openStorage(

@@ -1,14 +1,11 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { ConfiguredKey } from '../config.js';
-import type { Mode, Schema } from '../db/schema.js';
+import type { BusinessScope, Schema } from '../db/schema.js';
 import { ensureSigningSecret } from '../signing/secrets.js';
 
 /** Who a request acts for: one business in one mode. */
-export interface Principal {
-  businessId: string;
-  mode: Mode;
-}
+export type Principal = BusinessScope;
 
 /** SHA-256 of a key, hex: what the database stores. */
 export function hashKey(key: string): string {

@@ -3,6 +3,15 @@ import type { ColumnType, Generated, Kysely, Transaction } from 'kysely';
 /** Test or live: every key and every resource belongs to one business in one mode. */
 export type Mode = 'test' | 'live';
 
+/**
+ * One business in one mode, as the code names it (a row's `business_id` and `mode`): who a request
+ * acts for, and whose keys, secrets, endpoints and events a statement reads or writes.
+ */
+export interface BusinessScope {
+  businessId: string;
+  mode: Mode;
+}
+
 /** The owner of a key's or a resource's row: one business, in one mode. */
 export interface BusinessOwned {
   business_id: string;

@@ -4,7 +4,7 @@
 // change does beside the row (secrets, held deliveries, runs of failures). Routes validate their
 // input first; these functions only read and write.
 import { sql, type Transaction } from 'kysely';
-import type { Db, Mode, Schema } from '../db/schema.js';
+import type { BusinessScope, Db, Mode, Schema } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { UUID } from '../ids.js';
 import type { SignatureScheme } from '../signing/endpoint-secrets.js';
@@ -12,10 +12,7 @@ import { isoMicros } from '../timestamps.js';
 import { EVERY_EVENT } from './filter.js';
 
 /** A business in one mode: each has its own endpoints. */
-export interface EndpointOwner {
-  businessId: string;
-  mode: Mode;
-}
+export type EndpointOwner = BusinessScope;
 
 /**
  * The most endpoints a business may have in one mode: the limit on webhook URLs before endpoints

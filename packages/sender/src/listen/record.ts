@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Mode, Schema } from '../db/schema.js';
+import type { BusinessScope, Schema } from '../db/schema.js';
 import { insertListenerDeliveries } from '../delivery/delivery-state.js';
 import { cliDestination } from '../delivery/destination.js';
 
@@ -36,13 +36,12 @@ const text = (value: string | null | undefined) =>
  */
 export async function recordListenerAttempts(
   db: Kysely<Schema>,
-  owner: { businessId: string; mode: Mode },
+  owner: BusinessScope,
   listenerId: string,
   attempts: readonly ListenerAttempt[],
 ): Promise<string[]> {
   // A delivery id given twice in one report is recorded once.
   const unique = [...new Map(attempts.map((a) => [a.deliveryId, a])).values()];
-  if (unique.length === 0) return [];
   return insertListenerDeliveries(
     db,
     owner,

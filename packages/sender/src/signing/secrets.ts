@@ -2,7 +2,7 @@
 // overlap (docs/decisions.md, "Signatures beside the checksum").
 import { generateSigningSecret } from '@payhook/core';
 import type { Transaction } from 'kysely';
-import type { Db, Mode, Schema } from '../db/schema.js';
+import type { BusinessScope, Db, Schema } from '../db/schema.js';
 import {
   currentSecrets,
   ensureSecret,
@@ -14,10 +14,7 @@ import {
 } from './secret-set.js';
 
 /** A business in one mode: test and live have their own secrets. */
-export interface SecretOwner {
-  businessId: string;
-  mode: Mode;
-}
+export type SecretOwner = BusinessScope;
 
 /** How long a rotated-out secret is still signed with and valid, by default: 24 hours. */
 export const DEFAULT_ROTATION_OVERLAP_SECONDS = 24 * 60 * 60;

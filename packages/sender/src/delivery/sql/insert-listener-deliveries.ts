@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import type { Mode, Schema } from '../../db/schema.js';
+import type { BusinessScope, Schema } from '../../db/schema.js';
 
 /** One finished delivery a listener reports, as its row and its one attempt are written. */
 export interface ListenerDeliveryRow {
@@ -29,7 +29,7 @@ export interface ListenerDeliveryRow {
  */
 export async function insertListenerDeliveries(
   db: Kysely<Schema>,
-  owner: { businessId: string; mode: Mode },
+  owner: BusinessScope,
   destination: string,
   rows: readonly ListenerDeliveryRow[],
 ): Promise<string[]> {
