@@ -177,21 +177,30 @@ function procCpu(entry: string): { name: string; us: number } | undefined {
 }
 
 /**
- * CPU time so far, in µs, of every process named `name` on this machine (`postgres`,
- * `redis-server`), read from /proc (Linux); `undefined` where none can be read.
+ * The CPU time so far, in µs, of each process named `name` on this machine (`postgres`,
+ * `redis-server`) by pid, read from /proc (Linux); empty elsewhere. {@link cpuSince} turns two
+ * samples into the CPU spent between them.
  */
-export function cpuOfProcesses(name: string): number | undefined {
-  if (process.platform !== 'linux') return undefined;
-  let us = 0;
-  let seen = false;
+export function cpuOfProcesses(name: string): Map<number, number> {
+  const sample = new Map<number, number>();
+  if (process.platform !== 'linux') return sample;
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const cpu = procCpu(entry);
-    if (cpu?.name !== name) continue;
-    us += cpu.us;
-    seen = true;
+    if (cpu?.name === name) sample.set(Number(entry), cpu.us);
   }
-  return seen ? us : undefined;
+  return sample;
+}
+
+/**
+ * The CPU spent since `before` by the processes sampled again in `after` (one that started
+ * meanwhile counts whole, one that ended meanwhile is not seen); `undefined` if none was seen.
+ */
+export function cpuSince(before: Map<number, number>, after: Map<number, number>): number | undefined {
+  if (after.size === 0) return undefined;
+  let us = 0;
+  for (const [pid, now] of after) us += now - (before.get(pid) ?? 0);
+  return us;
 }
 
 /** CPU time so far, in µs, of the processes `pids` (children of this one); `undefined` off Linux. */
@@ -204,7 +213,10 @@ export function cpuOfPids(pids: number[]): number | undefined {
  * CPU time of the PostgreSQL server's processes so far, in µs, read from /proc (Linux, with the
  * server on this machine); `undefined` where that cannot be read.
  */
-export const postgresCpu = (): number | undefined => cpuOfProcesses('postgres');
+export function postgresCpu(): number | undefined {
+  const sample = cpuOfProcesses('postgres');
+  return sample.size === 0 ? undefined : [...sample.values()].reduce((a, b) => a + b, 0);
+}
 
 /** The bytes of every file under `dir`, its subdirectories included (what it takes on disk). */
 export function directoryBytes(dir: string): number {

@@ -32,6 +32,7 @@ import {
   BENCH_DATABASE_URL,
   cpuOfPids,
   cpuOfProcesses,
+  cpuSince,
   printTable,
   quantile,
   sleep,
@@ -122,8 +123,6 @@ async function seedHistory(pool: pg.Pool, schema: string, n: number): Promise<vo
   );
   await pool.query(`VACUUM ANALYZE "${schema}".inbox`);
   await pool.query(`VACUUM ANALYZE "${schema}".inbox_objects`);
-  // The seeding's writes flushed now, not by a checkpoint in the middle of the measured run.
-  await pool.query('CHECKPOINT');
 }
 
 async function measure(pool: pg.Pool, store: Store, instances: number, history = 0): Promise<Row> {
@@ -159,8 +158,11 @@ async function measure(pool: pg.Pool, store: Store, instances: number, history =
     const sent = bodies(EVENTS);
     let next = 0;
     const pids = running.map(({ child }) => child.pid as number);
-    const cpu = () => [cpuOfPids(pids), cpuOfProcesses('postgres'), cpuOfProcesses('redis-server')];
-    const cpu0 = cpu();
+    // Every run starts just after a checkpoint, so that each pays the same full-page writes.
+    await pool.query('CHECKPOINT');
+    const receivers0 = cpuOfPids(pids);
+    const postgres0 = cpuOfProcesses('postgres');
+    const redis0 = cpuOfProcesses('redis-server');
     const started = performance.now();
     await Promise.all(
       Array.from({ length: IN_FLIGHT }, async () => {
@@ -172,10 +174,13 @@ async function measure(pool: pg.Pool, store: Store, instances: number, history =
     );
     while ((await rowsWritten()) < warm.length + EVENTS) await sleep(5);
     const eventsPerSecond = EVENTS / ((performance.now() - started) / 1000);
-    const [receiversCpuUs, postgresCpuUs, redisCpuUs] = cpu().map((after, i) => {
-      const before = cpu0[i];
-      return after === undefined || before === undefined ? undefined : Math.round((after - before) / EVENTS);
-    });
+    const perEvent = (us: number | undefined) => (us === undefined ? undefined : Math.round(us / EVENTS));
+    const receiversNow = cpuOfPids(pids);
+    const receiversCpuUs = perEvent(
+      receiversNow === undefined || receivers0 === undefined ? undefined : receiversNow - receivers0,
+    );
+    const postgresCpuUs = perEvent(cpuSince(postgres0, cpuOfProcesses('postgres')));
+    const redisCpuUs = perEvent(cpuSince(redis0, cpuOfProcesses('redis-server')));
 
     // Acknowledgement latency, open loop at RATE.
     const steady = bodies(RATE * SECONDS);
