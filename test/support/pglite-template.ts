@@ -24,12 +24,11 @@ async function templateKey(): Promise<string> {
   const pglite = JSON.parse(
     await readFile(join(dirname(require.resolve('@electric-sql/pglite')), '../package.json'), 'utf8'),
   ) as { version: string };
-  // What makes the schema: the migrations (one file each, and their list), the indexes built
-  // beside them, and the histogram's bucket count that 0014's check reads.
+  // What makes the schema: the migrations (one file each, their helpers and their list) and the
+  // indexes built beside them.
   const sources = [
     join(db, 'migrations.ts'),
     join(db, 'online-indexes.ts'),
-    join(db, 'attempt-hours.ts'),
     ...(await readdir(join(db, 'migrations'))).sort().map((file) => join(db, 'migrations', file)),
   ];
   const hash = createHash('sha256').update(pglite.version);
