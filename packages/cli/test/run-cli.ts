@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -61,6 +61,18 @@ export function started(child: ChildProcess): Started {
 }
 
 /** Its exit code, once it has exited. */
+/** The child processes of `pid` (the sender processes a `serve --processes` primary runs). */
+export const childrenOf = (pid: number | undefined): number[] => {
+  try {
+    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .map(Number);
+  } catch {
+    return []; // pgrep exits 1 when there are none
+  }
+};
+
 export const exitCode = async (child: ChildProcess): Promise<number | null> =>
   child.exitCode ?? (await once(child, 'exit'))[0];
 

@@ -1,12 +1,11 @@
 // @module-tag process
 // @module-tag build
 // @module-tag postgres
-import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
 import { sessionRequest } from '../../sender/test/fixtures/requests.js';
 import { type ScratchPostgres, startScratchPostgres } from '../../sender/test/fixtures/scratch-postgres.js';
-import { exitCode, startServe } from './run-cli.js';
+import { childrenOf, exitCode, startServe } from './run-cli.js';
 
 // `payhook serve --processes 2` on a PostgreSQL cluster of the test's own, while four clients
 // create sessions without pause: its sessions terminated, the server crashed and restarted, stopped
@@ -28,18 +27,6 @@ const CLIENTS = 4;
 const DELIVERED_WITHIN_MS = 15_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The sender processes a `serve --processes` primary runs. */
-const childrenOf = (pid: number | undefined): number[] => {
-  try {
-    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
-      .trim()
-      .split('\n')
-      .map(Number);
-  } catch {
-    return []; // pgrep exits 1 when there are none
-  }
-};
 
 interface Answer {
   status: number;

@@ -1,7 +1,6 @@
 // @module-tag process
 // @module-tag build
 // @module-tag postgres
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -12,23 +11,11 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionRequest } from '../../sender/test/fixtures/requests.js';
-import { exitCode, payhookCli, startServe } from './run-cli.js';
+import { childrenOf, exitCode, payhookCli, startServe } from './run-cli.js';
 
 const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const BIZ = 'c1d2e3f4-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
 const ENV = { NO_COLOR: '1', LOG_LEVEL: 'info', DATABASE_URL: '', PAYHOOK_API_KEYS: '' };
-
-/** The sender processes a `serve --processes` primary runs. */
-const childrenOf = (pid: number | undefined): number[] => {
-  try {
-    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
-      .trim()
-      .split('\n')
-      .map(Number);
-  } catch {
-    return []; // pgrep exits 1 when there are none
-  }
-};
 
 /** A request over a connection of its own (no keep-alive): the primary hands each to a process in turn. */
 function post(base: string, path: string, apiKey: string, body: unknown): Promise<number> {
