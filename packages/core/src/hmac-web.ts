@@ -36,7 +36,25 @@ type NativeHasher = new (
  * native call costs less than either that or a `crypto.subtle` promise (docs/decisions.md, "Small
  * bodies hashed in JavaScript on the Web path").
  */
-const NativeHmac = (globalThis as { Bun?: { CryptoHasher?: NativeHasher } }).Bun?.CryptoHasher;
+const NativeHmac = keyedHasher((globalThis as { Bun?: { CryptoHasher?: NativeHasher } }).Bun?.CryptoHasher);
+
+/**
+ * `hasher` if it computes HMAC-SHA256 with a key (RFC 4231's second test case), else undefined: a
+ * Bun too old to take a key then hashes in JavaScript as other runtimes do, rather than wrongly.
+ */
+function keyedHasher(hasher: NativeHasher | undefined): NativeHasher | undefined {
+  if (typeof hasher !== 'function') return undefined;
+  try {
+    const mac = new hasher('sha256', 'Jefe');
+    mac.update('what do ya want for nothing?');
+    const digest = mac.digest();
+    let hex = '';
+    for (const byte of digest) hex += byte.toString(16).padStart(2, '0');
+    return hex === '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843' ? hasher : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** HMAC-SHA256 of `head` + `tail` under `key`, by the runtime's own hasher. */
 function nativeHmac(
