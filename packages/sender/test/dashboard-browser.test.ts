@@ -255,8 +255,9 @@ describe('the dashboard in Chromium', { timeout: 90_000 }, () => {
     };
     try {
       await page.goto(`${sender.url}/dashboard/sign-in`);
-      // The key field has focus on arrival.
-      expect((await focused()).tag).toBe('input');
+      // The key field has focus on arrival: the browser applies autofocus at its next rendering
+      // opportunity, which may come after the load event on a busy machine.
+      await expect.poll(async () => (await focused()).tag, { timeout: 5000 }).toBe('input');
       await page.keyboard.type(sender.keys.test);
       await page.keyboard.press('Enter');
       await page.waitForURL('**/dashboard/events');
