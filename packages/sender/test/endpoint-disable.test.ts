@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { apiClient } from '../../../test/support/api-client.js';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
 import { HELD_UNTIL } from '../src/delivery/sql/held-deliveries.js';
 import { checkFailingEndpoints } from '../src/endpoints/health.js';
@@ -73,18 +74,9 @@ describe.each(testStorages())('a failing endpoint on %s', { timeout: 120_000 }, 
     await cleanup?.();
   });
 
-  async function call(method: string, path: string, body?: unknown, key = KEY) {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+  const call = (method: string, path: string, body?: unknown, key = KEY) =>
     // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field below
-    return { status: res.status, body: (await res.json()) as any };
-  }
+    apiClient(() => base, key)<any>(method, path, body);
 
   function worker(options: Partial<DeliveryWorkerOptions> = {}) {
     const w = createDeliveryWorker({

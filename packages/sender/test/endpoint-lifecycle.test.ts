@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../../../test/support/api-client.js';
 import { HELD_UNTIL } from '../src/delivery/sql/held-deliveries.js';
 import { buildApp, type Database, loadConfig } from '../src/index.js';
 import { manualClock } from './fixtures/clock.js';
@@ -44,18 +45,9 @@ describe.each(['pglite', 'postgres'] as const)(
       await cleanup?.();
     });
 
-    async function call(key: string, method: string, path: string, body?: unknown) {
-      const res = await fetch(`${base}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${key}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
+    const call = (key: string, method: string, path: string, body?: unknown) =>
       // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field below
-      return { status: res.status, body: (await res.json()) as any };
-    }
+      apiClient(() => base, key)<any>(method, path, body);
 
     /** A session made over the API: one event, one delivery per endpoint that takes it. */
     const session = async (key: string) => {

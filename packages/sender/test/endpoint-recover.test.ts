@@ -2,6 +2,7 @@
 // @module-tag pglite
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../../../test/support/api-client.js';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
 import { recoverEndpoint } from '../src/delivery/recover.js';
 import {
@@ -58,18 +59,9 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
     await cleanup?.();
   });
 
-  async function call(method: string, path: string, body?: unknown, key = KEY) {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+  const call = (method: string, path: string, body?: unknown, key = KEY) =>
     // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field below
-    return { status: res.status, body: (await res.json()) as any };
-  }
+    apiClient(() => base, key)<any>(method, path, body);
 
   async function endpoint(url: string, key = KEY): Promise<string> {
     const created = await call('POST', '/webhook-endpoints', { url }, key);
