@@ -5,6 +5,7 @@ import { readSignatureHeaders, verifyWebhookSignature } from '@payhook/core';
 import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../../../test/support/api-client.js';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
 import { endpointTakes } from '../src/endpoints/filter.js';
 import { createEndpoint, updateEndpoint } from '../src/endpoints/lifecycle.js';
@@ -93,27 +94,15 @@ describe.each(testStorages())('webhook endpoints and delivery on %s', { timeout:
     await cleanup?.();
   });
 
-  async function call(
+  const call = (
     method: string,
     path: string,
     body?: unknown,
     key = KEY,
     extra: Record<string, string> = {},
-  ) {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...extra,
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
+  ) =>
     // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field below
-    const json: any = text ? JSON.parse(text) : undefined;
-    return { status: res.status, body: json, text, headers: res.headers };
-  }
+    apiClient(() => base, key)<any>(method, path, body, extra);
 
   async function receiver(): Promise<LoopbackReceiver> {
     const r = await startLoopbackReceiver({ respond: 200 });

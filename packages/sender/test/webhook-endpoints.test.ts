@@ -2,6 +2,7 @@
 // @module-tag pglite
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../../../test/support/api-client.js';
 import { buildApp, type Database, loadConfig } from '../src/index.js';
 import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
@@ -35,26 +36,15 @@ describe.each(testStorages())('/webhook-endpoints on %s', { timeout: 60_000 }, (
     await cleanup?.();
   });
 
-  async function call(
+  const call = (
     method: string,
     path: string,
     body?: unknown,
     key = KEY,
     extra: Record<string, string> = {},
-  ) {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...extra,
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+  ) =>
     // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field below
-    const json: any = await res.json();
-    return { status: res.status, body: json, headers: res.headers };
-  }
+    apiClient(() => base, key)<any>(method, path, body, extra);
 
   it('creates, reads, lists, updates and deletes an endpoint', async () => {
     const created = await call('POST', '/webhook-endpoints', { url: 'https://crud.example/hooks' });
