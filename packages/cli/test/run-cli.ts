@@ -73,6 +73,22 @@ export const childrenOf = (pid: number | undefined): number[] => {
   }
 };
 
+/**
+ * Runs `test` against a started `serve`: a failure carries the end of what serve printed, and the
+ * process is killed at the end whatever happened.
+ */
+export async function whileServing(serve: Started, test: () => Promise<void>): Promise<void> {
+  try {
+    await test();
+  } catch (error) {
+    (error as Error).message +=
+      `\n--- payhook serve printed:\n${serve.out.slice(-4000)}${serve.err.slice(-2000)}`;
+    throw error;
+  } finally {
+    serve.child.kill('SIGKILL');
+  }
+}
+
 export const exitCode = async (child: ChildProcess): Promise<number | null> =>
   child.exitCode ?? (await once(child, 'exit'))[0];
 

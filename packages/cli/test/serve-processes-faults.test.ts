@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
 import { sessionRequest } from '../../sender/test/fixtures/requests.js';
 import { type ScratchPostgres, startScratchPostgres } from '../../sender/test/fixtures/scratch-postgres.js';
-import { childrenOf, exitCode, startServe } from './run-cli.js';
+import { childrenOf, exitCode, startServe, whileServing } from './run-cli.js';
 
 // `payhook serve --processes 2` on a PostgreSQL cluster of the test's own, while four clients
 // create sessions without pause: its sessions terminated, the server crashed and restarted, stopped
@@ -77,7 +77,7 @@ describe('payhook serve --processes through database faults', { timeout: 300_000
         await sleep(50);
       }
     };
-    try {
+    await whileServing(serve, async () => {
       const settings = await fetch(`${serve.url}/accounts/settings`, {
         method: 'PATCH',
         headers: { authorization: `Bearer ${serve.apiKey}`, 'content-type': 'application/json' },
@@ -144,12 +144,6 @@ describe('payhook serve --processes through database faults', { timeout: 300_000
 
       serve.child.kill('SIGTERM');
       expect(await exitCode(serve.child)).toBe(0);
-    } catch (error) {
-      (error as Error).message +=
-        `\n--- payhook serve printed:\n${serve.out.slice(-4000)}${serve.err.slice(-2000)}`;
-      throw error;
-    } finally {
-      serve.child.kill('SIGKILL');
-    }
+    });
   });
 });

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionRequest } from '../../sender/test/fixtures/requests.js';
-import { childrenOf, exitCode, payhookCli, startServe } from './run-cli.js';
+import { childrenOf, exitCode, payhookCli, startServe, whileServing } from './run-cli.js';
 
 const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const BIZ = 'c1d2e3f4-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
@@ -79,7 +79,7 @@ afterAll(async () => {
 describe('payhook serve --processes', { timeout: 300_000 }, () => {
   it('runs the sender in several processes on one port; one that dies is replaced, and none loses an event', async () => {
     const serve = await startServe(databaseUrl, BIZ, ['--allow-private-webhooks', '--processes', '2'], ENV);
-    try {
+    await whileServing(serve, async () => {
       expect(serve.out).toMatch(
         /"msg":"payhook sender listening on http:\/\/127\.0\.0\.1:\d+ \(postgres, 2 processes\)"/,
       );
@@ -122,14 +122,7 @@ describe('payhook serve --processes', { timeout: 300_000 }, () => {
       serve.child.kill('SIGTERM');
       expect(await exitCode(serve.child)).toBe(0);
       expect(childrenOf(primary)).toEqual([]);
-    } catch (error) {
-      // What the sender printed says why.
-      (error as Error).message +=
-        `\n--- payhook serve printed:\n${serve.out.slice(-4000)}${serve.err.slice(-2000)}`;
-      throw error;
-    } finally {
-      serve.child.kill('SIGKILL');
-    }
+    });
   });
 
   it('stops a process asked to stop while it starts: a stop during a replacement leaves no process behind', async () => {
