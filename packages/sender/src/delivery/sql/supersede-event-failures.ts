@@ -1,5 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Schema } from '../../db/schema.js';
+import { supersedePairs } from './supersede-deliveries.js';
 
 /**
  * Marks this event's failed deliveries to `urls` as replaced by the new deliveries `ids` (one per
@@ -10,16 +11,17 @@ import type { Schema } from '../../db/schema.js';
  * await supersedeEventFailures(tx, eventId, urls, await enqueueDeliveries(tx, deliveries));
  * ```
  */
-export async function supersedeEventFailures(
+export function supersedeEventFailures(
   tx: Transaction<Schema> | Kysely<Schema>,
   eventId: string,
   urls: readonly string[],
   ids: readonly string[],
 ): Promise<void> {
-  await sql`
-          update deliveries d set superseded_by = m.new_id
-          from unnest(${urls}::text[], ${ids}::uuid[]) as m(url, new_id)
-          where d.event_id = ${eventId} and d.url = m.url and d.status = 'failed' and d.superseded_by is null`.execute(
+  return supersedePairs(
     tx,
+    urls,
+    'text',
+    ids,
+    sql`d.event_id = ${eventId} and d.url = m.key and d.status = 'failed' and d.superseded_by is null`,
   );
 }
