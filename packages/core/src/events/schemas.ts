@@ -1,4 +1,4 @@
-import { type Static, Type } from 'typebox';
+import { type Static, type TProperties, Type } from 'typebox';
 
 // The wire shapes of the service (docs/service-interface.md, "Resources"),
 // defined once: the receiver validates events with them and the reference sender builds its route
@@ -69,40 +69,41 @@ export const MetadataSchema = Type.Object(
   { ...open, title: 'Metadata' },
 );
 
+/** A payment method of a type payhook knows the shape of: its `id`, its `type`, then that type's fields. */
+const knownPaymentMethod = <Kind extends string, Fields extends TProperties>(
+  type: Kind,
+  fields: Fields,
+  title: string,
+) => Type.Object({ id: Type.String(), type: Type.Literal(type), ...fields }, { ...open, title });
+
 /** A card in a payment: masked number and expiry. */
-export const CardPaymentMethodSchema = Type.Object(
+export const CardPaymentMethodSchema = knownPaymentMethod(
+  'card',
   {
-    id: Type.String(),
-    type: Type.Literal('card'),
     card_number: Type.String({ description: 'Masked, such as 424242******4242.' }),
     expiry_month: safeInteger(),
     expiry_year: safeInteger(),
   },
-  { ...open, title: 'CardPaymentMethod' },
+  'CardPaymentMethod',
 );
 
 /** The bank account a customer pays into (bank transfer). */
-export const BankAccountPaymentMethodSchema = Type.Object(
+export const BankAccountPaymentMethodSchema = knownPaymentMethod(
+  'bank_account',
   {
-    id: Type.String(),
-    type: Type.Literal('bank_account'),
     account_name: Type.String(),
     account_number: Type.String(),
     account_type: Type.String({ description: 'Observed: savings.' }),
     bank_name: Type.String(),
   },
-  { ...open, title: 'BankAccountPaymentMethod' },
+  'BankAccountPaymentMethod',
 );
 
 /** A stablecoin deposit address (a shape the original interface did not show; decided by the sender). */
-export const CryptoAddressPaymentMethodSchema = Type.Object(
-  {
-    id: Type.String(),
-    type: Type.Literal('crypto_address'),
-    address: Type.String(),
-    network: Type.String(),
-  },
-  { ...open, title: 'CryptoAddressPaymentMethod' },
+export const CryptoAddressPaymentMethodSchema = knownPaymentMethod(
+  'crypto_address',
+  { address: Type.String(), network: Type.String() },
+  'CryptoAddressPaymentMethod',
 );
 
 /** The method types payhook knows the shape of. */
