@@ -7,13 +7,17 @@ import { oneAtATime } from './one-at-a-time.js';
 // autovacuum's own defaults (PostgreSQL's `autovacuum_*` settings): a table is vacuumed once its
 // dead rows, or its rows inserted since the last vacuum, pass threshold + scale x its row count,
 // and analyzed once the rows changed since the last analyze do. Proportional thresholds keep the
-// cost of maintenance per row written constant however large the tables grow.
-const VACUUM_THRESHOLD = 50;
-const VACUUM_SCALE = 0.2;
-const INSERT_THRESHOLD = 1000;
-const INSERT_SCALE = 0.2;
-const ANALYZE_THRESHOLD = 50;
-const ANALYZE_SCALE = 0.1;
+// cost of maintenance per row written constant however large the tables grow. By counter:
+// `autovacuum_vacuum_*`, `autovacuum_vacuum_insert_*` and `autovacuum_analyze_*`.
+const AUTOVACUUM = {
+  dead: { threshold: 50, scale: 0.2 },
+  inserted: { threshold: 1000, scale: 0.2 },
+  modified: { threshold: 50, scale: 0.1 },
+} as const;
+
+/** The count of rows past which a table of `rows` rows is due (`threshold + scale x rows`). */
+const limitOf = ({ threshold, scale }: { threshold: number; scale: number }, rows: number): number =>
+  threshold + scale * rows;
 
 /**
  * The statistics target of the passes' ANALYZE (PostgreSQL's default is 100): its sample is 300
@@ -163,11 +167,10 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
       .map((t) => ({
         ...t,
         vacuum:
-          t.dead > VACUUM_THRESHOLD + VACUUM_SCALE * t.rows ||
-          t.inserted > INSERT_THRESHOLD + INSERT_SCALE * t.rows,
-        analyze: t.modified > ANALYZE_THRESHOLD + ANALYZE_SCALE * t.rows,
+          t.dead > limitOf(AUTOVACUUM.dead, t.rows) || t.inserted > limitOf(AUTOVACUUM.inserted, t.rows),
+        analyze: t.modified > limitOf(AUTOVACUUM.modified, t.rows),
         // The most bloated first: a stop between two statements leaves the others for later.
-        urgency: t.dead / (VACUUM_THRESHOLD + VACUUM_SCALE * t.rows),
+        urgency: t.dead / limitOf(AUTOVACUUM.dead, t.rows),
       }))
       .filter((t) => t.vacuum || t.analyze)
       .sort((a, b) => b.urgency - a.urgency);
