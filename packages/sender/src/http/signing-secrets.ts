@@ -60,22 +60,26 @@ export const RotateBody = Type.Union(
 );
 
 /**
- * Answers a rotation's POST: `rotate` (with the overlap asked, or the default) makes the new
- * secret and returns the secrets after, in one idempotent write whose answer is never cached;
+ * The handler of a rotation's POST: `rotate` (with the overlap asked, or the default) makes the
+ * new secret and returns the secrets after, in one idempotent write whose answer is never cached;
  * then `rotated` tells the signing keyring, which forgets the secrets it held.
  */
-export async function rotation<T>(
+export function rotation<Route extends { Body: Static<typeof RotateBody> | undefined }, T>(
   database: Database,
-  request: FastifyRequest<{ Body: Static<typeof RotateBody> | undefined }>,
-  reply: FastifyReply,
-  rotate: (tx: Transaction<Schema>, overlapSeconds: number) => Promise<T>,
-  rotated: () => void,
-): Promise<T> {
-  const overlap = request.body?.overlap_seconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
-  reply.header('cache-control', 'no-store');
-  const response = await idempotentWrite(database.db, request, reply, 200, (tx) => rotate(tx, overlap));
-  rotated();
-  return response;
+  rotate: (request: FastifyRequest<Route>, tx: Transaction<Schema>, overlapSeconds: number) => Promise<T>,
+  rotated: (request: FastifyRequest<Route>) => void,
+): (request: FastifyRequest<Route>, reply: FastifyReply) => Promise<T> {
+  return async (request, reply) => {
+    // The constraint's Body: TypeScript does not resolve a generic route's body type by itself.
+    const body = request.body as Static<typeof RotateBody> | undefined;
+    const overlap = body?.overlap_seconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
+    reply.header('cache-control', 'no-store');
+    const response = await idempotentWrite(database.db, request, reply, 200, (tx) =>
+      rotate(request, tx, overlap),
+    );
+    rotated(request);
+    return response;
+  };
 }
 
 const DESCRIPTION =
@@ -116,16 +120,13 @@ export const signingSecretRoutes: FastifyPluginAsync<{ database: Database }> = a
         response: { 200: SigningSecrets },
       },
     },
-    (request, reply) =>
-      rotation(
-        database,
-        request,
-        reply,
-        async (tx, overlap) => {
-          await rotateSigningSecret(tx, request.principal, overlap);
-          return { data: await listSigningSecrets(tx, request.principal) };
-        },
-        () => signingKeyring(database).invalidate(request.principal),
-      ),
+    rotation(
+      database,
+      async (request, tx, overlap) => {
+        await rotateSigningSecret(tx, request.principal, overlap);
+        return { data: await listSigningSecrets(tx, request.principal) };
+      },
+      (request) => signingKeyring(database).invalidate(request.principal),
+    ),
   );
 };

@@ -72,23 +72,20 @@ export const endpointSecretRoutes: FastifyPluginAsync<{ database: Database }> = 
         response: { 200: EndpointSecrets },
       },
     },
-    (request, reply) =>
-      rotation(
-        database,
-        request,
-        reply,
-        async (tx, overlap) => {
-          const endpoint = await getEndpoint(tx, request.principal, request.params.id);
-          if (endpoint.account_secrets) {
-            throw new ApiError(
-              'invalid_state',
-              'This endpoint is signed with the business secrets: rotate them with POST /accounts/signing-secrets/rotate.',
-            );
-          }
-          await rotateSecret(tx, endpoint, overlap);
-          return { data: await listEndpointSecrets(tx, endpoint.id, endpoint.signature_scheme) };
-        },
-        () => signingKeyring(database).invalidateEndpoint(request.params.id),
-      ),
+    rotation(
+      database,
+      async (request, tx, overlap) => {
+        const endpoint = await getEndpoint(tx, request.principal, request.params.id);
+        if (endpoint.account_secrets) {
+          throw new ApiError(
+            'invalid_state',
+            'This endpoint is signed with the business secrets: rotate them with POST /accounts/signing-secrets/rotate.',
+          );
+        }
+        await rotateSecret(tx, endpoint, overlap);
+        return { data: await listEndpointSecrets(tx, endpoint.id, endpoint.signature_scheme) };
+      },
+      (request) => signingKeyring(database).invalidateEndpoint(request.params.id),
+    ),
   );
 };
