@@ -6,7 +6,7 @@ import { Compile } from 'typebox/compile';
 import type { Database } from '../db/database.js';
 import { ApiError } from '../errors.js';
 import { idempotentWrite } from './idempotency.js';
-import { listPage, listSchema, microsColumn, type PageQuery } from './pagination.js';
+import { listRoute, listSchema, microsColumn } from './pagination.js';
 
 // The two request shapes of the interface (docs/service-interface.md, "Beneficiaries": the NGN
 // shape requires all six of its fields; the USD shape requires routing_number, rail, address and
@@ -149,20 +149,11 @@ export const beneficiaryRoutes: FastifyPluginAsync<{ database: Database }> = asy
     },
   );
 
-  app.get<{ Querystring: PageQuery }>(
+  listRoute(
+    app,
     '/beneficiaries',
-    { schema: listSchema('List beneficiaries', 'listBeneficiaries', BeneficiarySchema) },
-    async (request) => {
-      const { businessId, mode } = request.principal;
-      const { rows, pagination } = await listPage(
-        request.query,
-        db
-          .selectFrom('beneficiaries')
-          .select(['id', 'data', microsColumn.as('micros')])
-          .where('business_id', '=', businessId)
-          .where('mode', '=', mode),
-      );
-      return { data: rows.map((r) => r.data), pagination };
-    },
+    listSchema('List beneficiaries', 'listBeneficiaries', BeneficiarySchema),
+    db.selectFrom('beneficiaries').select(['id', 'data', microsColumn.as('micros')]),
+    (rows) => rows.map((r) => r.data),
   );
 };

@@ -7,7 +7,7 @@ import type { Schema } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { emailProblem } from './email.js';
 import { idempotentWrite } from './idempotency.js';
-import { listPage, listSchema, microsColumn, type PageQuery } from './pagination.js';
+import { listRoute, listSchema, microsColumn } from './pagination.js';
 
 type CustomerRow = {
   id: string;
@@ -85,20 +85,11 @@ export const customerRoutes: FastifyPluginAsync<{ database: Database }> = async 
     },
   );
 
-  app.get<{ Querystring: PageQuery }>(
+  listRoute(
+    app,
     '/customers',
-    { schema: listSchema('List customers', 'listCustomers', CustomerSchema) },
-    async (request) => {
-      const { businessId, mode } = request.principal;
-      const { rows, pagination } = await listPage(
-        request.query,
-        db
-          .selectFrom('customers')
-          .select(CUSTOMER_COLUMNS)
-          .where('business_id', '=', businessId)
-          .where('mode', '=', mode),
-      );
-      return { data: rows.map(toCustomer), pagination };
-    },
+    listSchema('List customers', 'listCustomers', CustomerSchema),
+    db.selectFrom('customers').select(CUSTOMER_COLUMNS),
+    (rows) => rows.map(toCustomer),
   );
 };

@@ -1,4 +1,5 @@
-import { type SelectQueryBuilder, sql } from 'kysely';
+import type { FastifyInstance, FastifySchema } from 'fastify';
+import { type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import { type Static, type TSchema, Type } from 'typebox';
 import { type Position, positionCondition } from '../db/keyset.js';
 import { ApiError } from '../errors.js';
@@ -171,5 +172,33 @@ export function listPage<DB, TB extends keyof DB, Row extends Position>(
   return keysetPage<Row>(query, (where, order, limit) => {
     const page = rows.orderBy(sql.ref('created_at'), order).orderBy(sql.ref('id'), order).limit(limit);
     return (where ? page.where(where) : page).execute() as Promise<Row[]>;
+  });
+}
+
+/**
+ * `GET path`, the list route of a table of the key's own rows: a page (see {@link listPage}) of
+ * `rows`, a SELECT of a table with `business_id` and `mode` columns (selecting `micros` and `id`)
+ * to which the route adds the key's business and mode, answered as `present` shows the page's rows.
+ *
+ * @example
+ * ```ts
+ * const customers = db.selectFrom('customers').select(CUSTOMER_COLUMNS);
+ * listRoute(app, '/customers', listSchema('List customers', 'listCustomers', CustomerSchema), customers, (rows) =>
+ *   rows.map(toCustomer),
+ * );
+ * ```
+ */
+export function listRoute<DB, TB extends keyof DB, Row extends Position>(
+  app: FastifyInstance,
+  path: string,
+  schema: FastifySchema,
+  rows: SelectQueryBuilder<DB, TB, Row>,
+  present: (rows: Row[]) => unknown[],
+): void {
+  app.get<{ Querystring: PageQuery }>(path, { schema }, async (request) => {
+    const { businessId, mode } = request.principal;
+    const own = sql<SqlBool>`${sql.ref('business_id')} = ${businessId} and ${sql.ref('mode')} = ${mode}`;
+    const { rows: page, pagination } = await listPage(request.query, rows.where(own));
+    return { data: present(page), pagination };
   });
 }
