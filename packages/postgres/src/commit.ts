@@ -25,13 +25,13 @@ export function createCommitter(marks: DoneMarks) {
 PREPARE ${ordered} (text, text, bigint, text, double precision) AS ${marks.ordered};`;
 
   return {
-    /** Opens the transaction, preparing the marks first on a connection that lacks them. */
-    async begin(client: PoolClient): Promise<void> {
-      if (isPrepared(client, plain)) {
-        await client.query('BEGIN');
-        return;
-      }
-      await client.query(`${prepare}\nBEGIN`);
+    /** What opens the transaction: BEGIN, after the marks' PREPARE on a connection that lacks them. */
+    opening(client: PoolClient): string {
+      return isPrepared(client, plain) ? 'BEGIN' : `${prepare}\nBEGIN`;
+    },
+
+    /** Records that `client` ran {@link opening}'s text (and so has the marks prepared). */
+    opened(client: PoolClient): void {
       markPrepared(client, plain);
     },
 

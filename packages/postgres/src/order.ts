@@ -4,11 +4,10 @@
 // the event `processing` under a live lease in the inbox, claimed no more times since. So it needs
 // no renewal of its own: a holder that died frees it when its lease lapses.
 import type { ObjectLock, ObjectOrderStore } from '@payhook/core';
-import type { Pool, PoolClient, QueryResult } from 'pg';
+import type { PoolClient } from 'pg';
 import { isPrepared, markPrepared, numberLiteral, textLiteral } from './prepared.js';
 import { guard, NOW, type Statement, statement } from './statements.js';
-import { withTimeout } from './timeout.js';
-import { connectWithin } from './transaction.js';
+import type { createTransactionRunner } from './transaction.js';
 
 /** The order's statements on the inbox `inbox` and its objects table `objects` (both qualified). */
 export function orderStatements(inbox: string, objects: string) {
@@ -99,11 +98,13 @@ export interface PostgresOrderOptions {
   retentionMs: number;
   /** Runs one of the store's statements under its timeout. */
   query: Run;
-  pool: Pool;
-  timeoutMs: number;
+  /** The transaction runner's `ahead`: the lock is sent in the round trip that opens the attempt. */
+  ahead: Ahead;
   /** Waits until the inbox exists. */
   ready(): Promise<void>;
 }
+
+type Ahead = ReturnType<typeof createTransactionRunner>['ahead'];
 
 /** Per-object order for the PostgreSQL store. */
 export function createPostgresOrder(options: PostgresOrderOptions): ObjectOrderStore {
@@ -111,12 +112,11 @@ export function createPostgresOrder(options: PostgresOrderOptions): ObjectOrderS
   return {
     async lock(key, owner, object): Promise<ObjectLock> {
       await options.ready();
-      const rows = await lockUnflushed(options, (client) =>
+      const row = await lockUnflushed(options, key, owner, (client) =>
         [key, owner, objectId(key, object)]
           .map((text) => textLiteral(client, text))
           .concat(numberLiteral(retentionMs)),
       );
-      const row = rows[0];
       if (!row?.held) return LOST;
       if (!row.locked) return BUSY;
       return { status: 'locked', rank: row.rank ?? undefined };
@@ -138,43 +138,38 @@ type LockRow = { held: boolean; locked: boolean; rank: number | null };
 
 /**
  * Runs the lock statement in a transaction that commits without waiting for its WAL record to
- * reach the disk (`synchronous_commit` off for that transaction alone), in one round trip. A lock
- * is worth keeping only while its holder's transaction can still commit: if the server crashes
- * before the record is flushed, the holder's connection and open transaction are gone with it, and
- * the handler's own commit (flushed, as every commit of the merchant's) flushes the lock's record
- * before it. So the lock costs one commit that waits on no disk, against the claim's and the
- * handler's that do.
+ * reach the disk (`synchronous_commit` off for that transaction alone), in the round trip that
+ * opens the attempt's transaction on the same connection when the lock is taken (the transaction
+ * runner's `ahead`). A lock is worth keeping only while its holder's transaction can still commit:
+ * if the server crashes before the record is flushed, the holder's connection and open transaction
+ * are gone with it, and the handler's own commit (flushed, as every commit of the merchant's)
+ * flushes the lock's record before it. So the lock costs one commit that waits on no disk, against
+ * the claim's and the handler's that do, and no round trip of its own.
  */
 async function lockUnflushed(
   options: PostgresOrderOptions,
+  key: string,
+  owner: string,
   args: (client: PoolClient) => string[],
-): Promise<LockRow[]> {
-  const { pool, timeoutMs } = options;
+): Promise<LockRow | undefined> {
   const { name, text } = options.statements.lock;
-  const client = await connectWithin(pool, timeoutMs);
-  // A connection whose lock failed (or timed out mid-transaction) is closed, not returned.
-  let broken = false;
-  const onBroken = () => {
-    broken = true;
-  };
-  client.on('error', onBroken);
-  try {
-    const prepare = isPrepared(client, name)
-      ? ''
-      : `PREPARE ${name} (text, text, text, bigint) AS ${text};\n`;
-    const sent = `${prepare}BEGIN;\nSET LOCAL synchronous_commit TO off;\nEXECUTE ${name}(${args(client).join(', ')});\nCOMMIT`;
-    const results = (await withTimeout('lock', timeoutMs, () =>
-      client.query(sent),
-    )) as unknown as QueryResult<LockRow>[];
-    if (prepare) markPrepared(client, name);
-    return results.find((result) => result.command === 'SELECT')?.rows ?? [];
-  } catch (error) {
-    broken = true;
-    throw error;
-  } finally {
-    client.off('error', onBroken);
-    client.release(broken);
-  }
+  let preparing: PoolClient | undefined;
+  const results = await options.ahead<LockRow>(
+    key,
+    owner,
+    (client) => {
+      if (!isPrepared(client, name)) preparing = client;
+      const prepare =
+        preparing === undefined ? '' : `PREPARE ${name} (text, text, text, bigint) AS ${text};\n`;
+      return `${prepare}BEGIN;\nSET LOCAL synchronous_commit TO off;\nEXECUTE ${name}(${args(client).join(', ')});\nCOMMIT`;
+    },
+    (sent) => {
+      const row = sent.find((result) => result.command === 'SELECT')?.rows[0];
+      return row?.held === true && row.locked;
+    },
+  );
+  if (preparing) markPrepared(preparing, name);
+  return results.find((result) => result.command === 'SELECT')?.rows[0];
 }
 
 const LOST: ObjectLock = { status: 'lost' };

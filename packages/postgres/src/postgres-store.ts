@@ -113,19 +113,28 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     return withTimeout(label, timeoutMs, () => pool.query<R & QueryResultRow>({ ...statement, values }));
   }
 
+  const transactions = createTransactionRunner({
+    pool,
+    opening: committer.opening,
+    opened: committer.opened,
+    commitDone: (client, key, owner, order) => committer.commitDone(client, retentionMs, key, owner, order),
+    timeoutMs,
+    ready,
+  });
+
   return {
     pool,
     table: name,
     leaseMs: options.leaseMs,
     migrate: createInbox,
-    order: createPostgresOrder({ statements: orderSql, retentionMs, query, pool, timeoutMs, ready }),
-    runInTransaction: createTransactionRunner({
-      pool,
-      begin: committer.begin,
-      commitDone: (client, key, owner, order) => committer.commitDone(client, retentionMs, key, owner, order),
-      timeoutMs,
+    order: createPostgresOrder({
+      statements: orderSql,
+      retentionMs,
+      query,
+      ahead: transactions.ahead,
       ready,
     }),
+    runInTransaction: transactions.runInTransaction,
 
     async claim(key, request) {
       const { rows } = await query<{

@@ -214,4 +214,68 @@ describe('per-payment order on the PostgreSQL store', () => {
       await own.end();
     }
   });
+
+  it("runs the attempt on the lock's connection, inside the BEGIN sent with the lock, and gives back one that no attempt takes", async () => {
+    const schema = randomSchema();
+    schemas.push(schema);
+    const own = await connect(undefined, 4);
+    const store = createPostgresStore({ pool: own, schema });
+    let acquired = 0;
+    own.on('acquire', () => acquired++);
+    const claim = (key: string, owner = 'a') =>
+      store.claim(key, { owner, leaseMs: 30_000, payload: '{}', businessId: BIZ });
+    const locked = { status: 'locked', rank: undefined };
+    try {
+      const [handed, left, busy] = ['handed', 'left', 'busy'].map((name) => `${BIZ}:order-ahead-${name}`) as [
+        string,
+        string,
+        string,
+      ];
+      await claim(handed);
+      acquired = 0;
+      expect(await store.order.lock(handed, 'a', 'payment-handed')).toEqual(locked);
+      let sameTransaction: boolean | undefined;
+      const committed = await store.runInTransaction(
+        handed,
+        'a',
+        async (transaction) => {
+          // Inside the BEGIN the lock's round trip sent: the transaction began before this statement.
+          const { rows } = await (transaction as pg.PoolClient).query(
+            'SELECT now() < statement_timestamp() AS open',
+          );
+          sameTransaction = rows[0].open;
+        },
+        { object: 'payment-handed', rank: 1 },
+      );
+      expect(committed).toBe(true);
+      expect(sameTransaction).toBe(true);
+      // One connection for the lock and the attempt.
+      expect(acquired).toBe(1);
+
+      // A lock whose attempt never comes (its lease was lost, say), and a busy one: their
+      // connections are rolled back and given back, none left inside a transaction.
+      await claim(left);
+      expect(await store.order.lock(left, 'a', 'payment-left')).toEqual(locked);
+      await claim(busy, 'b');
+      expect(await store.order.lock(busy, 'b', 'payment-left')).toEqual({ status: 'busy' });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const clients = await Promise.all(Array.from({ length: 4 }, () => own.connect()));
+      try {
+        for (const client of clients) {
+          const { rows } = await client.query('SELECT now() = statement_timestamp() AS fresh');
+          expect(rows[0].fresh).toBe(true);
+        }
+      } finally {
+        for (const client of clients) client.release();
+      }
+      // The attempt that comes late opens its own transaction.
+      expect(await store.runInTransaction(left, 'a', () => {}, { object: 'payment-left', rank: 1 })).toBe(
+        true,
+      );
+      expect((await store.get(left))?.state).toBe('done');
+    } finally {
+      await store.close?.();
+      await own.end();
+    }
+  });
 });
