@@ -19,14 +19,15 @@
  * /payment-sessions` every 1/rate seconds whatever the answers (open loop, fetch's keep-alive
  * connections; an answer not in within 30 s counts as an error), notes when each 201 arrives, and
  * its node:http receiver on 127.0.0.1 notes when each event arrives. BENCH_LATENCY_TIMELINE=1
- * prints each second's sessions and latency, and the errors by kind. The latency of a session is arrival - 201 (one clock).
+ * prints each second's sessions and latency, and the errors by kind; BENCH_LATENCY_LOG=<file> keeps the
+ * last sender's log there (its `delivery attempt` lines time each attempt). The latency of a session is arrival - 201 (one clock).
  * Also: the API's own answer time, and the p50 of the first and the last third of the run, whose
  * ratio says whether the latency grows during a run (a sender that falls behind).
  */
 import { type ChildProcess, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -220,6 +221,8 @@ async function onStorage(storage: 'pglite' | 'postgres', processes = 1): Promise
       );
     } finally {
       if (serve) await stopServe(serve);
+      if (process.env.BENCH_LATENCY_LOG)
+        await copyFile(join(dir, 'serve.log'), process.env.BENCH_LATENCY_LOG);
       receiver.server.closeAllConnections();
       receiver.server.close();
       await rm(dir, { recursive: true, force: true });
