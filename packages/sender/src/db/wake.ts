@@ -133,3 +133,31 @@ export function createWakeSignal(notifyOthers?: (id: string) => Promise<void>): 
   };
   return signal;
 }
+
+/**
+ * `wake` at most once per window: the first call opens a window of `windowMs`, and the calls
+ * within it are served by the one call at its end (rows committed close together share one
+ * claim). `cancel` closes an open window without calling.
+ *
+ * @example
+ * ```ts
+ * const newRows = windowed(() => worker.wake(), 4);
+ * wake.subscribe(newRows.wake);
+ * ```
+ */
+export function windowed(wake: () => void, windowMs: number): { wake(): void; cancel(): void } {
+  let open: NodeJS.Timeout | undefined;
+  return {
+    wake() {
+      if (open) return;
+      open = setTimeout(() => {
+        open = undefined;
+        wake();
+      }, windowMs);
+    },
+    cancel() {
+      clearTimeout(open);
+      open = undefined;
+    },
+  };
+}

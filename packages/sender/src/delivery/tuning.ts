@@ -27,6 +27,12 @@ export const PACING_CLAIMS = 8;
 /** The most rows one such claim reads. */
 export const PACING_LIMIT = 1024;
 
+/**
+ * On PGlite, how long new rows' wake-ups wait so that one claim serves them all, in ms: a claim
+ * costs the sender's one thread about a millisecond, as much as the session that woke it.
+ */
+export const PGLITE_WAKE_WINDOW_MS = 4;
+
 // --- Recording attempts (attempt-recorder.ts; decisions: "Attempt records are group-committed; the worker claims ahead") ---
 
 /** How long an attempt's outcome waits for others to be recorded with it, in ms. */

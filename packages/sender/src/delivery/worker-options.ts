@@ -80,3 +80,29 @@ export function positive(name: string, value: number | undefined, fallback: numb
   }
   return value;
 }
+
+/**
+ * The modes of a worker, changed only through its `setMode` (which asks {@link nextMode}):
+ * - `idle`, as made: `wake` and `runDue` claim and attempt (tests and tools drive it so);
+ * - `running`, from `start()`: also woken by every committed outbox write (`db/wake.ts`) and by a
+ *   poll for due retries;
+ * - `stopping`, from `stop()` (in `idle` or `running`): no more claims; rows claimed ahead are
+ *   released, attempts in flight have the grace period to finish;
+ * - `stopped`, when `stop()` is done: what was still in flight is released, an own client closed.
+ */
+export type WorkerMode = 'idle' | 'running' | 'stopping' | 'stopped';
+
+const NEXT_MODES: Record<WorkerMode, readonly WorkerMode[]> = {
+  idle: ['running', 'stopping'],
+  running: ['stopping'],
+  stopping: ['stopped'],
+  stopped: [],
+};
+
+/** `next`, if a worker in mode `from` may go there; throws otherwise. */
+export function nextMode(from: WorkerMode, next: WorkerMode): WorkerMode {
+  if (!NEXT_MODES[from].includes(next)) {
+    throw new Error(`A delivery worker cannot go from ${from} to ${next} (start it once, before stop).`);
+  }
+  return next;
+}

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { windowed } from '../db/wake.js';
 import { createRateLimiter } from '../endpoints/rate-limit.js';
 import { signingKeyring } from '../signing/keyring.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
@@ -14,29 +15,18 @@ import { createOrphanSweeps } from './orphan-sweeps.js';
 import { createRefusalHints, refusalHint } from './refusal-hint.js';
 import { serialPasses } from './serial-passes.js';
 import { beginAttemptSpan } from './tracing.js';
+import { PGLITE_WAKE_WINDOW_MS } from './tuning.js';
 import { UrlConcurrency } from './url-concurrency.js';
-import { type DeliveryWorker, type DeliveryWorkerOptions, positive } from './worker-options.js';
+import {
+  type DeliveryWorker,
+  type DeliveryWorkerOptions,
+  nextMode,
+  positive,
+  type WorkerMode,
+} from './worker-options.js';
 
 export type { WorkerLogger } from './logger.js';
 export type { DeliveryWorker, DeliveryWorkerOptions } from './worker-options.js';
-
-/**
- * The modes of a worker, changed only through `setMode`:
- * - `idle`, as made: `wake` and `runDue` claim and attempt (tests and tools drive it so);
- * - `running`, from `start()`: also woken by every committed outbox write (`db/wake.ts`) and by a
- *   poll for due retries;
- * - `stopping`, from `stop()` (in `idle` or `running`): no more claims; rows claimed ahead are
- *   released, attempts in flight have the grace period to finish;
- * - `stopped`, when `stop()` is done: what was still in flight is released, an own client closed.
- */
-type WorkerMode = 'idle' | 'running' | 'stopping' | 'stopped';
-
-const NEXT_MODES: Record<WorkerMode, readonly WorkerMode[]> = {
-  idle: ['running', 'stopping'],
-  running: ['stopping'],
-  stopping: ['stopped'],
-  stopped: [],
-};
 
 /**
  * Creates the worker that delivers the outbox: it claims due deliveries with `FOR UPDATE SKIP
@@ -105,14 +95,14 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     pacing: () => mode === 'running',
   });
   const pump = serialPasses(fill, () => !claiming);
+  // On PGlite, whose one thread runs the API, the claims and the database, new rows committed
+  // within a few ms of each other share one claim rather than each paying for its own.
+  const newRows = windowed(wakeToLook, PGLITE_WAKE_WINDOW_MS);
   /** Gives back, after a failure, the claims this worker made and does not hold (`orphan-sweeps.ts`). */
   const orphans = createOrphanSweeps({ release: () => claimer.releaseOrphans(now()), wake, log });
 
   function setMode(next: WorkerMode): void {
-    if (!NEXT_MODES[mode].includes(next)) {
-      throw new Error(`A delivery worker cannot go from ${mode} to ${next} (start it once, before stop).`);
-    }
-    mode = next;
+    mode = nextMode(mode, next);
     claiming = next === 'idle' || next === 'running';
   }
 
@@ -308,6 +298,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       stopWatchingHealth?.();
       orphans.stop();
       clearInterval(poll);
+      newRows.cancel();
       clearInterval(renewal);
       await unlisten?.().catch(() => {});
       await membership
@@ -360,7 +351,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           },
           onError: (error) => logFailure(log, error, 'the delivery instances heartbeat failed'),
         });
-      unlisten = await database.listen(WAKE_CHANNEL, wakeToLook);
+      unlisten = await database.listen(WAKE_CHANNEL, database.kind === 'pglite' ? newRows.wake : wakeToLook);
       // Back from an outage: claims cut short by it, which may have committed once the database
       // answered, are given back (due now, not at their lease end); wake-ups sent meanwhile were
       // lost, so due rows are looked for at once.

@@ -1,0 +1,71 @@
+// @module-tag pglite
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDeliveryClient, createDeliveryWorker, type Database } from '../src/index.js';
+import { enqueueDeliveries } from '../src/internal.js';
+import { type CountingReceiver, startCountingReceiver } from './fixtures/counting-receiver.js';
+import { openTestDatabase } from './fixtures/storage.js';
+
+// On PGlite one thread runs the API, the worker's claims and the database, and a claim costs it
+// about as much as the session that woke it: rows committed one after another, each waking the
+// worker, are claimed together (PGLITE_WAKE_WINDOW_MS), not one claim each. A claim sets its rows'
+// next_attempt_at to its lease end, which a delivered row keeps: the distinct values among the
+// delivered rows are the claims that took them.
+
+describe('new rows on PGlite', { timeout: 60_000 }, () => {
+  let database: Database;
+  let cleanup: () => Promise<void>;
+  let receiver: CountingReceiver;
+
+  beforeAll(async () => {
+    ({ database, cleanup } = await openTestDatabase('pglite', 'wake-window'));
+    receiver = await startCountingReceiver({});
+  }, 60_000);
+  afterAll(async () => {
+    receiver?.server.close();
+    await cleanup?.();
+  });
+
+  it('share claims: 24 rows committed one by one, each waking the worker, take a few claims, and each is delivered once', async () => {
+    const worker = createDeliveryWorker({
+      database,
+      client: createDeliveryClient({ allowPrivate: true }),
+      // Only the wake-ups of new rows start claims here, not the poll.
+      pollIntervalMs: 60_000,
+    });
+    await worker.start();
+    try {
+      const url = receiver.url('/window');
+      const events = Array.from({ length: 24 }, () => randomUUID());
+      await database.db
+        .insertInto('events')
+        .values(
+          events.map((id) => ({
+            id,
+            business_id: 'b',
+            mode: 'test' as const,
+            type: 't',
+            payment_id: null,
+            payload: '{}',
+          })),
+        )
+        .execute();
+      for (const eventId of events) await enqueueDeliveries(database.db, [{ eventId, url }]);
+
+      const delivered = async () => {
+        const { rows } = await sql<{ n: number; claims: number }>`
+          select count(*)::int as n, count(distinct next_attempt_at)::int as claims
+          from deliveries where url = ${url} and status = 'delivered'`.execute(database.db);
+        return rows[0] as { n: number; claims: number };
+      };
+      await expect.poll(async () => (await delivered()).n, { timeout: 20_000, interval: 50 }).toBe(24);
+      expect(new Set(receiver.events.get('/window'))).toHaveProperty('size', 24);
+      expect(receiver.events.get('/window')).toHaveLength(24);
+      // Two claims here with the window; without it, most commits claimed on their own (17 claims).
+      expect((await delivered()).claims).toBeLessThanOrEqual(8);
+    } finally {
+      await worker.stop();
+    }
+  });
+});
