@@ -16,7 +16,7 @@
  * Method: `payhook serve` (the built CLI, as a user runs it, its log lines written to a file) in a
  * child process, on a fresh PGlite directory or a fresh PostgreSQL database (TEST_DATABASE_URL's
  * server; dropped afterwards). This process is the client and the receiver: it starts one `POST
- * /payment-sessions` every 1/rate seconds whatever the answers (open loop, fetch's keep-alive
+ * /payment-sessions` every 1/rate seconds whatever the answers (open loop, node:http's keep-alive
  * connections; an answer not in within 30 s counts as an error), notes when each 201 arrives, and
  * its node:http receiver on 127.0.0.1 notes when each event arrives. BENCH_LATENCY_TIMELINE=1
  * prints each second's sessions and latency, and the errors by kind; BENCH_LATENCY_LOG=<file> keeps the
@@ -132,6 +132,7 @@ async function measure(
   });
   if (settings.status !== 200) throw new Error(`settings: ${settings.status} ${await settings.text()}`);
   let cpuBefore = 0;
+  let clientCpu: NodeJS.CpuUsage | undefined;
   let waits: ReturnType<typeof sampleWaits> | undefined;
   const { created, errors, errorKinds, start, runMs } = await createSessionsAtRate({
     bases,
@@ -141,6 +142,7 @@ async function measure(
     warmupSeconds: WARMUP_SECONDS,
     body: (n) => ({ ...sessionRequest, reference: `bench-${rate}-${n}-${randomBytes(4).toString('hex')}` }),
     onMeasuring: () => {
+      clientCpu = process.cpuUsage();
       cpuBefore = watch.pids.reduce((sum: number, pid) => sum + cpuMs(pid), 0);
       waits = sampleWaits(watch.database);
     },
@@ -166,6 +168,10 @@ async function measure(
       );
     }
     for (const [kind, n] of errorKinds) console.error(`  errors: ${n} ${kind}`);
+    const client = process.cpuUsage(clientCpu);
+    console.error(
+      `  this process (client and receiver): ${((client.user + client.system) / 10 / runMs).toFixed(0)} % of a core`,
+    );
   }
   const result: RunResult = {
     rate,
