@@ -2,8 +2,8 @@
 // @module-tag pglite
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWakeSignal } from '../src/db/wake.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createWakeSignal, windowed } from '../src/db/wake.js';
 import { type Database, openDatabase } from '../src/index.js';
 import { enqueueDeliveries, WAKE_CHANNEL } from '../src/internal.js';
 import { openTestDatabase, TEST_DATABASE_URL, testStorages } from './fixtures/storage.js';
@@ -58,6 +58,33 @@ describe('the wake signal', () => {
     await settle();
     expect(sent).toBe(2);
     expect(most).toBe(1);
+  });
+});
+
+describe('a wake-up window', () => {
+  it('wakes at once after a quiet window, once at its end for the calls within it, and never after cancel', () => {
+    vi.useFakeTimers();
+    try {
+      let woken = 0;
+      const window = windowed(() => woken++, 4);
+      window.wake();
+      expect(woken).toBe(1);
+      for (let i = 0; i < 10; i++) window.wake();
+      expect(woken).toBe(1);
+      vi.advanceTimersByTime(4);
+      expect(woken).toBe(2);
+      // That call opened the next window, which closes quietly.
+      vi.advanceTimersByTime(4);
+      expect(woken).toBe(2);
+      window.wake();
+      expect(woken).toBe(3);
+      window.wake();
+      window.cancel();
+      vi.advanceTimersByTime(20);
+      expect(woken).toBe(3);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

@@ -135,29 +135,40 @@ export function createWakeSignal(notifyOthers?: (id: string) => Promise<void>): 
 }
 
 /**
- * `wake` at most once per window: the first call opens a window of `windowMs`, and the calls
- * within it are served by the one call at its end (rows committed close together share one
- * claim). `cancel` closes an open window without calling.
+ * `wake`, at most once per `windowMs`: a call after a quiet window wakes at once and opens a
+ * window; the calls within it are served by one call at its end, which opens the next. So a lone
+ * commit is claimed without delay, and commits that come faster than the window share its claim.
+ * `cancel` closes an open window without calling.
  *
  * @example
  * ```ts
- * const newRows = windowed(() => worker.wake(), 4);
+ * const newRows = windowed(() => worker.wake(), 8);
  * wake.subscribe(newRows.wake);
  * ```
  */
 export function windowed(wake: () => void, windowMs: number): { wake(): void; cancel(): void } {
   let open: NodeJS.Timeout | undefined;
+  let waiting = false;
+  const close = () => {
+    open = undefined;
+    if (!waiting) return;
+    waiting = false;
+    wake();
+    open = setTimeout(close, windowMs);
+  };
   return {
     wake() {
-      if (open) return;
-      open = setTimeout(() => {
-        open = undefined;
-        wake();
-      }, windowMs);
+      if (open) {
+        waiting = true;
+        return;
+      }
+      wake();
+      open = setTimeout(close, windowMs);
     },
     cancel() {
       clearTimeout(open);
       open = undefined;
+      waiting = false;
     },
   };
 }

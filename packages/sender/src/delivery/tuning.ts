@@ -28,8 +28,9 @@ export const PACING_CLAIMS = 8;
 export const PACING_LIMIT = 1024;
 
 /**
- * On PGlite, how long new rows' wake-ups wait so that one claim serves them all, in ms: a claim
- * costs the sender's one thread about a millisecond, as much as the session that woke it.
+ * On PGlite, the window of new rows' wake-ups, in ms (`windowed` in db/wake.ts): the first wakes at
+ * once, those within the window share one claim at its end. A claim costs the sender's one thread
+ * about a millisecond, as much as the session that woke it.
  */
 export const PGLITE_WAKE_WINDOW_MS = 4;
 

@@ -96,7 +96,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   });
   const pump = serialPasses(fill, () => !claiming);
   // On PGlite, whose one thread runs the API, the claims and the database, new rows committed
-  // within a few ms of each other share one claim rather than each paying for its own.
+  // faster than a few ms apart share claims rather than each paying for its own.
   const newRows = windowed(wakeToLook, PGLITE_WAKE_WINDOW_MS);
   /** Gives back, after a failure, the claims this worker made and does not hold (`orphan-sweeps.ts`). */
   const orphans = createOrphanSweeps({ release: () => claimer.releaseOrphans(now()), wake, log });
