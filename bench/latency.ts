@@ -5,7 +5,9 @@
  * BENCH_LATENCY_RATES creations a second (default 50,100,200) for BENCH_LATENCY_SECONDS each
  * (default 20, after 6 s of warm-up, the rate rising from 0); BENCH_LATENCY_STORAGES picks the storages
  * (default pglite,postgres), and BENCH_LATENCY_PROCESSES how many sender processes `payhook serve
- * --processes` runs on PostgreSQL (default 1; `1,2` runs both).
+ * --processes` runs on PostgreSQL (default 1; `1,2` runs both). PGlite runs again at
+ * BENCH_LATENCY_BUSY_RATES (default 400; empty for none) with the machine's other core kept busy by
+ * a CPU loop in another process: the sandbox on a developer's machine that does other work.
  *
  * With several processes, they share the port (the primary hands out the client's connections in
  * turn) and one PostgreSQL, as instances on several machines share it behind a load balancer: how
@@ -24,7 +26,7 @@
  * Also: the API's own answer time, and the p50 of the first and the last third of the run, whose
  * ratio says whether the latency grows during a run (a sender that falls behind).
  */
-import { type ChildProcess, execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { copyFile, mkdtemp, rm } from 'node:fs/promises';
@@ -50,6 +52,8 @@ const PROCESSES = (process.env.BENCH_LATENCY_PROCESSES ?? process.env.BENCH_LATE
   .split(',')
   .map(Number);
 const SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 20);
+/** PGlite's rates with the other core kept busy (default 400; empty for none). */
+const BUSY_RATES = (process.env.BENCH_LATENCY_BUSY_RATES ?? '400').split(',').filter(Boolean).map(Number);
 /** The warm-up: the rate rises from 0 to the run's over this long, as a provider's peak comes. */
 const WARMUP_SECONDS = 6;
 const KEY = 'sk_test_bench_latency';
@@ -195,9 +199,9 @@ function withChildren(pid: number | undefined): (number | undefined)[] {
   }
 }
 
-async function onStorage(storage: 'pglite' | 'postgres', processes = 1): Promise<RunResult[]> {
+async function onStorage(storage: 'pglite' | 'postgres', processes = 1, rates = RATES): Promise<RunResult[]> {
   const results: RunResult[] = [];
-  for (const rate of RATES) {
+  for (const rate of rates) {
     const arrived = new Map<string, number>();
     const receiver = await startReceiver(arrived);
     const dir = await mkdtemp(join(tmpdir(), 'payhook-bench-latency-'));
@@ -253,6 +257,17 @@ const runs: Run[] = STORAGES.flatMap((storage): Run[] =>
     : [[storage, storage, 1]],
 );
 for (const [key, storage, n] of runs) results[key] = await onStorage(storage, n);
+if (BUSY_RATES.length > 0 && STORAGES.includes('pglite')) {
+  // The embedded default at a sandbox's peak on a machine with other work: a CPU loop in another
+  // process keeps a core busy while PGlite runs at each of BENCH_LATENCY_BUSY_RATES.
+  const busy = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+  try {
+    results['pglite-busy'] = await onStorage('pglite', 1, BUSY_RATES);
+    runs.push(['pglite-busy', 'pglite', 1]);
+  } finally {
+    busy.kill('SIGKILL');
+  }
+}
 const ms = (x: number) => (Number.isNaN(x) ? '-' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
 printTable(
   [

@@ -37,7 +37,7 @@ const mb = (bytes) => {
 const pct = (n) => (typeof n === 'number' && Number.isFinite(n) ? `${(n * 100).toFixed(1)}%` : 'n/a');
 const STORAGES = ['postgres', 'pglite'];
 const storageName = (s) =>
-  ({ postgres: 'PostgreSQL', pglite: 'PGlite' })[s] ??
+  ({ postgres: 'PostgreSQL', pglite: 'PGlite', 'pglite-busy': 'PGlite, the other core busy' })[s] ??
   (/^postgres-(\d+)$/.test(s) ? `PostgreSQL, ${s.slice('postgres-'.length)} processes` : s);
 /** The storages a result holds, PostgreSQL first, then any other key whose value is an object. */
 const storagesOf = (r, isRun = (v) => v && typeof v === 'object') =>
