@@ -167,8 +167,14 @@ export {
   SIGNING_SECRET_PREFIX,
 } from './signing-secret.js';
 export type { MemoryStoreOptions } from './store/memory-store.js';
-export { createMemoryStore, DEFAULT_RETENTION_MS } from './store/memory-store.js';
-export { checkMilliseconds, withStoreTimeout } from './store/store-helpers.js';
+export { createMemoryStore } from './store/memory-store.js';
+export {
+  checkMilliseconds,
+  checkStoreTimes,
+  DEFAULT_RETENTION_MS,
+  type StoreTimeOptions,
+  withStoreTimeout,
+} from './store/store-helpers.js';
 export type {
   ClaimRequest,
   ClaimResult,

@@ -1,5 +1,5 @@
 // The options of createPostgresStore: what each means, their checks and their defaults.
-import { checkMilliseconds, DEFAULT_RETENTION_MS } from '@payhook/core';
+import { checkStoreTimes } from '@payhook/core';
 import type { Pool, PoolConfig } from 'pg';
 
 /** Options of `createPostgresStore`. */
@@ -65,13 +65,11 @@ export function checkIdentifier(name: string, value: unknown): string {
 export function resolveOptions(options: PostgresStoreOptions): ResolvedOptions {
   const schema = checkIdentifier('schema', options.schema ?? 'payhook');
   const table = checkIdentifier('table', options.table ?? 'inbox');
-  const retentionMs = checkMilliseconds(
-    'retentionMs',
-    options.retentionMs ?? DEFAULT_RETENTION_MS,
-    'integer',
-  );
-  if (options.leaseMs !== undefined) checkMilliseconds('leaseMs', options.leaseMs, 'integer');
-  const timeoutMs = checkMilliseconds('commandTimeoutMs', options.commandTimeoutMs ?? 2000, 'number');
+  // The lease is an integer here: the statements add it to bigint milliseconds.
+  const { retentionMs, timeoutMs } = checkStoreTimes(options, {
+    commandTimeoutMs: 2000,
+    leaseKind: 'integer',
+  });
   const migrate = options.migrate ?? true;
   if (typeof migrate !== 'boolean') {
     throw new TypeError(`Invalid migrate: ${JSON.stringify(migrate)} (expected true or false).`);

@@ -1,5 +1,5 @@
 // The options of createRedisStore: what each means, their checks and their defaults.
-import { checkMilliseconds, DEFAULT_RETENTION_MS, type Logger } from '@payhook/core';
+import { checkStoreTimes, type Logger } from '@payhook/core';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 
 /** Options of `createRedisStore`. */
@@ -60,13 +60,10 @@ export function resolveOptions(options: RedisStoreOptions): ResolvedOptions {
   if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
     throw new TypeError(`Invalid prefix: ${JSON.stringify(prefix)} (a non-empty string without braces).`);
   }
-  const retentionMs = checkMilliseconds(
-    'retentionMs',
-    options.retentionMs ?? DEFAULT_RETENTION_MS,
-    'integer',
-  );
-  if (options.leaseMs !== undefined) checkMilliseconds('leaseMs', options.leaseMs, 'number');
-  const timeoutMs = checkMilliseconds('commandTimeoutMs', options.commandTimeoutMs ?? 1000, 'number');
+  const { retentionMs, timeoutMs } = checkStoreTimes(options, {
+    commandTimeoutMs: 1000,
+    leaseKind: 'number',
+  });
   const durability = options.durability ?? 'default';
   if (durability !== 'default' && durability !== 'replicas') {
     throw new TypeError(

@@ -1,5 +1,5 @@
 import { createMemoryOrder } from './memory-order.js';
-import { checkMilliseconds } from './store-helpers.js';
+import { checkMilliseconds, DEFAULT_RETENTION_MS } from './store-helpers.js';
 import type { ClaimRequest, ClaimResult, IdempotencyStore, RecoveredEvent, StoredEvent } from './types.js';
 
 /** Options of {@link createMemoryStore}. */
@@ -16,9 +16,6 @@ export interface MemoryStoreOptions {
   /** Lease on an event being processed, for receivers that set none (default 30 s). */
   leaseMs?: number;
 }
-
-/** How long stores keep finished events by default: 7 days. */
-export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
  * An idempotency store in the memory of one process: exactly-once within that process, nothing
