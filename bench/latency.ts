@@ -38,6 +38,7 @@ import {
   BENCH_DATABASE_URL,
   createSessionsAtRate,
   latencyOf,
+  ownCpu,
   printTable,
   quantile,
   sleep,
@@ -136,7 +137,7 @@ async function measure(
   });
   if (settings.status !== 200) throw new Error(`settings: ${settings.status} ${await settings.text()}`);
   let cpuBefore = 0;
-  let clientCpu: NodeJS.CpuUsage | undefined;
+  let clientCpuBefore = 0;
   let waits: ReturnType<typeof sampleWaits> | undefined;
   const { created, errors, errorKinds, start, runMs } = await createSessionsAtRate({
     bases,
@@ -146,7 +147,7 @@ async function measure(
     warmupSeconds: WARMUP_SECONDS,
     body: (n) => ({ ...sessionRequest, reference: `bench-${rate}-${n}-${randomBytes(4).toString('hex')}` }),
     onMeasuring: () => {
-      clientCpu = process.cpuUsage();
+      clientCpuBefore = ownCpu();
       cpuBefore = watch.pids.reduce((sum: number, pid) => sum + cpuMs(pid), 0);
       waits = sampleWaits(watch.database);
     },
@@ -172,10 +173,8 @@ async function measure(
       );
     }
     for (const [kind, n] of errorKinds) console.error(`  errors: ${n} ${kind}`);
-    const client = process.cpuUsage(clientCpu);
-    console.error(
-      `  this process (client and receiver): ${((client.user + client.system) / 10 / runMs).toFixed(0)} % of a core`,
-    );
+    const clientUs = ownCpu() - clientCpuBefore;
+    console.error(`  this process (client and receiver): ${(clientUs / 10 / runMs).toFixed(0)} % of a core`);
   }
   const result: RunResult = {
     rate,

@@ -278,4 +278,77 @@ describe('per-payment order on the PostgreSQL store', () => {
       await own.end();
     }
   });
+
+  it("on a pool of 3 (one connection for transactions), locks that wait for it and attempts handed their lock's connection run every event once, and leave none in a transaction", {
+    timeout: 60_000,
+  }, async () => {
+    const schema = randomSchema();
+    schemas.push(schema);
+    await pool.query(`CREATE SCHEMA "${schema}"`);
+    await pool.query(`CREATE TABLE "${schema}".outcomes (checksum text NOT NULL, how text NOT NULL)`);
+    const own = await connect(undefined, 3);
+    const receiver = createReceiver({
+      businessIds: [BIZ],
+      allowedIps: ['127.0.0.1'],
+      store: createPostgresStore({ pool: own, schema }),
+      logger: silentLogger,
+      recoveryIntervalMs: 0,
+      concurrency: 8,
+    });
+    const record = (how: string) => async (event: PayhookEvent, context: { transaction?: unknown }) => {
+      await sleep(2);
+      await pgTransaction(context as never).query(`INSERT INTO "${schema}".outcomes VALUES ($1, $2)`, [
+        event.checksum,
+        how,
+      ]);
+    };
+    receiver.onAny(record('ran'));
+    receiver.onStale(record('stale'));
+    try {
+      const events = Array.from({ length: 12 }, () => randomUUID()).flatMap((id) => [
+        createTestEvent('payment.session.created', BIZ, { id }),
+        createTestEvent('payment.session.succeeded', BIZ, { id }),
+      ]);
+      events.sort(() => randomInt(3) - 1);
+      const results = await Promise.all(
+        events.map((event) =>
+          receiver.handle({
+            method: 'POST',
+            contentType: 'application/json',
+            remoteAddress: '127.0.0.1',
+            readBody: async () => new TextEncoder().encode(JSON.stringify(event)),
+          }),
+        ),
+      );
+      expect(results.map((r) => r.status)).toEqual(events.map(() => 200));
+      // The 200s are sent: the work starts, every event at once.
+      for (const result of results) void result.afterResponse?.();
+      await expect
+        .poll(
+          async () => Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".outcomes`)).rows[0].n),
+          {
+            timeout: 30_000,
+            interval: 50,
+          },
+        )
+        .toBe(events.length);
+      const { rows } = await pool.query(
+        `SELECT count(DISTINCT checksum)::int AS n FROM "${schema}".outcomes`,
+      );
+      expect(rows[0].n).toBe(events.length);
+    } finally {
+      await receiver.close();
+    }
+    const clients = await Promise.all(Array.from({ length: 3 }, () => own.connect()));
+    try {
+      for (const client of clients) {
+        expect((await client.query('SELECT now() = statement_timestamp() AS fresh')).rows[0].fresh).toBe(
+          true,
+        );
+      }
+    } finally {
+      for (const client of clients) client.release();
+      await own.end();
+    }
+  });
 });
