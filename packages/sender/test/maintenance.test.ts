@@ -1,5 +1,6 @@
 // @module-tag postgres
 // @module-tag pglite
+import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
@@ -131,6 +132,43 @@ describe('database maintenance on PGlite', { timeout: 120_000 }, () => {
       await maintenance.stop();
     }
     expect((await counters(database, 'deliveries')).dead).toBe(0);
+  });
+
+  it("a periodic pass rests nine times a statement's time after it before the next, and none runs after stop()", async () => {
+    await queue(database, receiver.url, BATCH);
+    expect(await deliverAll(database)).toBe(BATCH);
+    // Each statement's end on this clock, and the time it held the database.
+    const ends: { at: number; ms: number }[] = [];
+    let twoDone!: () => void;
+    const two = new Promise<void>((resolve) => {
+      twoDone = resolve;
+    });
+    const logger = {
+      info(entry: object, msg?: string) {
+        if (msg !== 'database maintenance') return;
+        ends.push({ at: performance.now(), ms: (entry as { ms: number }).ms });
+        if (ends.length === 2) twoDone();
+      },
+      warn() {},
+      error() {},
+    };
+    const maintenance = createMaintenance({ database, intervalMs: 20, logger });
+    maintenance.start();
+    let before: number;
+    try {
+      await two;
+      const [first, second] = ends as [{ at: number; ms: number }, { at: number; ms: number }];
+      // The second statement began no sooner than 9 x the first's time after the first ended (the
+      // logged times are rounded: 0.5 ms each way).
+      expect(second.at - first.at - second.ms + 0.5).toBeGreaterThanOrEqual(9 * (first.ms - 0.5));
+    } finally {
+      // Stopped during the rest after the second statement: no third statement, then or later.
+      before = ends.length;
+      await maintenance.stop();
+    }
+    expect(ends.length).toBe(before);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(ends.length).toBe(before);
   });
 
   it('deletes idempotency keys past twice their 24 hours, and keeps the others', async () => {

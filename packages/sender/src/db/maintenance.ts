@@ -27,6 +27,16 @@ const limitOf = ({ threshold, scale }: { threshold: number; scale: number }, row
  */
 const STATISTICS_TARGET = 10;
 
+/**
+ * A periodic pass rests this many times a statement's own time after it, before its next
+ * statement: maintenance then takes at most a tenth of the database's time (PostgreSQL's autovacuum
+ * paces itself the same way, with its cost delay). PGlite is one connection on the sender's one
+ * thread: a pass's statements run back to back held it for 60 to 130 ms every 10 s at 400
+ * sessions/s, and the sessions and deliveries queued behind them drained over the next second when
+ * the machine had little room to spare. `run()` does not rest: it is asked for now.
+ */
+const REST_PER_MS = 9;
+
 /** Idempotency keys older than this are deleted: twice the 24 hours their responses are replayed. */
 const IDEMPOTENCY_PRUNE_MS = 48 * 3600_000;
 /** How often the expired idempotency keys are looked for (a scan of that table). */
@@ -67,7 +77,10 @@ export interface MaintenanceReport {
 export interface Maintenance {
   /** Runs a pass every `intervalMs` until `stop()`. */
   start(): void;
-  /** Runs a pass now (after the one running, if any) and resolves with what it did. */
+  /**
+   * Runs a pass now (after the one running, if any), its statements back to back, and resolves with
+   * what it did.
+   */
   run(): Promise<MaintenanceReport>;
   /** Stops the passes; resolves once a statement that is running has finished. */
   stop(): Promise<void>;
@@ -110,6 +123,19 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
   let timer: NodeJS.Timeout | undefined;
   let stopping = false;
   let lastPrune = Number.NEGATIVE_INFINITY;
+  /** Ends the rest between two statements of a periodic pass at once (`stop()`). */
+  let endRest: (() => void) | undefined;
+
+  function rest(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      timer.unref();
+      endRest = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
 
   async function counters(): Promise<TableCounters[]> {
     // The backend's own counters reach the view when it flushes them, at most once a second, as it
@@ -158,7 +184,8 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
     });
   }
 
-  async function pass(): Promise<MaintenanceReport> {
+  /** A pass; a periodic one (`paced`) rests after each statement (see {@link REST_PER_MS}). */
+  async function pass(paced: boolean): Promise<MaintenanceReport> {
     const report: MaintenanceReport = { tables: [], pruned: 0 };
     if (!active || stopping) return report;
     report.pruned = await prune();
@@ -184,13 +211,14 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
         const done: TableMaintenance = { table: t.table, action, deadRows: t.dead, ms };
         report.tables.push(done);
         log.info({ ...done, ms: Math.round(ms) }, 'database maintenance');
+        if (paced) await rest(REST_PER_MS * ms);
       }
     }
     return report;
   }
 
   const passes = oneAtATime(pass);
-  const run = passes.run;
+  const run = () => passes.run(false);
 
   return {
     start() {
@@ -198,7 +226,7 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
       timer = setInterval(() => {
         // A pass that outlasts the interval is not queued behind: the next tick looks again.
         if (passes.busy() !== undefined) return;
-        run().catch((error: unknown) => log.error({ err: error }, 'database maintenance failed'));
+        passes.run(true).catch((error: unknown) => log.error({ err: error }, 'database maintenance failed'));
       }, intervalMs);
       timer.unref();
     },
@@ -206,6 +234,7 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
     async stop() {
       stopping = true;
       clearInterval(timer);
+      endRest?.();
       await passes.busy();
     },
   };

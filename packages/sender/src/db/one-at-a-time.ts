@@ -1,7 +1,7 @@
 /** Passes run one after another (see {@link oneAtATime}). */
-export interface OneAtATime<T> {
-  /** Runs a pass after those asked for before it have settled; resolves with what it did. */
-  run(): Promise<T>;
+export interface OneAtATime<T, A extends unknown[] = []> {
+  /** Runs a pass (given `args`) after those asked for before it have settled; resolves with what it did. */
+  run(...args: A): Promise<T>;
   /** The last pass asked for, settled either way; undefined when none runs or waits. */
   busy(): Promise<void> | undefined;
 }
@@ -17,14 +17,14 @@ export interface OneAtATime<T> {
  * const report = await passes.run();
  * ```
  */
-export function oneAtATime<T>(pass: () => Promise<T>): OneAtATime<T> {
+export function oneAtATime<T, A extends unknown[] = []>(pass: (...args: A) => Promise<T>): OneAtATime<T, A> {
   let last: Promise<void> | undefined;
   return {
-    run() {
+    run(...args) {
       const previous = last;
       const next = (async () => {
         await previous;
-        return pass();
+        return pass(...args);
       })();
       const settled: Promise<void> = next.then(
         () => {},
