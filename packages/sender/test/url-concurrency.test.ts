@@ -20,7 +20,7 @@ function rounds(
   time: ReturnType<typeof clock>,
   url: string,
   n: number,
-  answer: { ok: boolean; latencyMs: number },
+  answer: { ok: boolean; latencyMs: number; stalledMs?: number },
 ) {
   for (let i = 0; i < n; i++) {
     const limit = c.limit(url);
@@ -87,6 +87,24 @@ describe('UrlConcurrency', () => {
     expect(c.limit(FAST)).toBe(during);
     expect(during).toBeGreaterThanOrEqual(before);
     expect(during).toBeLessThan(before + 3);
+  });
+
+  it("learns from a URL's own time: answers read late because the sender's thread was busy do not stop its growth or cut it", () => {
+    const time = clock();
+    const c = new UrlConcurrency({}, time.now);
+    rounds(c, time, FAST, 20, { ok: true, latencyMs: 5 });
+    const before = c.limit(FAST);
+    // The same 100 ms answers as above, 95 ms of which the sender's own loop ran late: it grows on.
+    rounds(c, time, FAST, 30, { ok: true, latencyMs: 100, stalledMs: 95 });
+    expect(c.limit(FAST)).toBeGreaterThan(before + 3);
+    expect(c.snapshot()[0]?.latencyMs).toBeLessThan(10);
+    // An answer past slowMs that the thread caused (a 1.5 s statement of PGlite) cuts nothing.
+    const grown = c.limit(FAST);
+    rounds(c, time, FAST, 1, { ok: true, latencyMs: 1500, stalledMs: 1495 });
+    expect(c.limit(FAST)).toBeGreaterThanOrEqual(grown);
+    // One that the URL took does.
+    rounds(c, time, FAST, 1, { ok: true, latencyMs: 1500, stalledMs: 10 });
+    expect(c.limit(FAST)).toBeLessThan(grown);
   });
 
   it('keeps each URL apart: a slow one shrinks while a fast one grows', () => {

@@ -56,6 +56,11 @@ export const QUEUE_FACTOR = 2;
 export const QUEUE_SLACK_MS = 10;
 /** How fast a URL's best latency forgets a fast past (per answer), so a moved server is relearnt. */
 export const BEST_DRIFT = 1.001;
+/**
+ * How often the event loop's lateness is sampled (loop-stalls.ts), in ms: an attempt's latency less
+ * the loop's lateness meanwhile is what its URL's concurrency learns from.
+ */
+export const LOOP_TICK_MS = 10;
 
 // --- An endpoint's rate limit (endpoints/rate-limit.ts; decisions: "A rate limit per endpoint") ---
 

@@ -30,6 +30,11 @@ export interface UrlAnswer {
   ok: boolean;
   /** From the start of the attempt to its answer (or its failure), in ms. */
   latencyMs: number;
+  /**
+   * How much of `latencyMs` this thread's own event loop ran late (loop-stalls.ts), in ms: not the
+   * URL's doing, so not learnt from. Default 0.
+   */
+  stalledMs?: number;
   /** The clock's time at the attempt's start ({@link UrlConcurrency.now}). */
   sentAt: number;
   /**
@@ -61,7 +66,7 @@ export interface UrlConcurrencyState {
   url: string;
   /** This instance's view of the URL's limit (attempts at once, over every instance). */
   limit: number;
-  /** Moving average of its answers' latency, ms. */
+  /** Moving average of its answers' latency (less the sender's own stalls), ms. */
   latencyMs: number;
   /** The endpoints that send to it. */
   endpointIds: string[];
@@ -73,7 +78,9 @@ export interface UrlConcurrencyState {
  * grows by one per limit's worth of answers; a failed attempt (any answer but a 200, a timeout, a
  * refused connection) or one slower than `slowMs` halves it, once per round of attempts in flight
  * (answers to attempts sent before the cut do not cut again). A URL whose latency climbs past
- * twice its best stops growing: it is queueing what it gets. The limit stays in `[min, max]`.
+ * twice its best stops growing: it is queueing what it gets. The latency learnt from is the
+ * URL's own: less the time the sender's thread ran late meanwhile (`stalledMs`), which is no sign
+ * of the receiver's. The limit stays in `[min, max]`.
  *
  * So a healthy receiver at a provider's pace gets the room its rate needs, and a slow or dead one
  * falls to `min` and holds no more of the worker's slots than that (docs/decisions.md, "Each URL's
@@ -142,27 +149,29 @@ export class UrlConcurrency {
   /** Learns from one answer of `url` (see the class). */
   answered(url: string, answer: UrlAnswer): void {
     const { min, max, slowMs } = this.bounds;
+    // The URL's own time: the sender's thread, busy with other work, read the answer late.
+    const latency = Math.max(0, answer.latencyMs - (answer.stalledMs ?? 0));
     let state = this.states.get(url);
     if (state === undefined) {
       state = {
         limit: this.bounds.initial,
         credit: 0,
-        latency: answer.latencyMs,
-        best: answer.latencyMs,
+        latency,
+        best: latency,
         cutAt: Number.NEGATIVE_INFINITY,
         endpoints: new Set(),
       };
     } else {
       // Deleted and set again below: the Map's order is the order of use, oldest first.
       this.states.delete(url);
-      state.latency += (answer.latencyMs - state.latency) * LATENCY_WEIGHT;
+      state.latency += (latency - state.latency) * LATENCY_WEIGHT;
       state.best = Math.min(state.best * BEST_DRIFT, state.latency);
     }
     this.states.set(url, state);
     if (this.states.size > URLS_KEPT) this.states.delete(this.states.keys().next().value as string);
     if (answer.endpointId && state.endpoints.size < 16) state.endpoints.add(answer.endpointId);
 
-    if (!answer.ok || answer.latencyMs > slowMs) {
+    if (!answer.ok || latency > slowMs) {
       // One cut per round: the answers of attempts sent before this cut say nothing new.
       if (answer.sentAt < state.cutAt) return;
       state.limit = Math.max(min, Math.floor(state.limit / 2));

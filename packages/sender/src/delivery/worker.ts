@@ -9,6 +9,7 @@ import { type Claim, releaseClaims, renewLeases, WAKE_CHANNEL } from './delivery
 import { HeldClaims } from './held-claims.js';
 import { createDeliveryClient } from './http-client.js';
 import { logFailure, silentLogger } from './logger.js';
+import { measureLoopStalls } from './loop-stalls.js';
 import { joinDeliveryInstances, type Membership, slotsHere } from './membership.js';
 import { observeAttempt } from './metrics.js';
 import { createOrphanSweeps } from './orphan-sweeps.js';
@@ -47,6 +48,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const { database, metrics } = options;
   const concurrency = positive('concurrency', options.concurrency, 64);
   const urlConcurrency = UrlConcurrency.from(options.perUrlConcurrency);
+  /** This thread's lateness, taken out of the latency each URL's concurrency learns from. */
+  const stalls = measureLoopStalls();
   /** Where each URL's concurrency starts: the share of a URL's slots among instances is of this. */
   const perUrl = urlConcurrency.bounds.initial;
   const leaseMs = positive('leaseMs', options.leaseMs, 60_000);
@@ -167,6 +170,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     const startedAt = now();
     const t0 = performance.now();
     const sentAt = urlConcurrency.now();
+    const stalledBefore = stalls.total();
     held.requestStarted(claim);
     const outcome = await client.send({
       url: claim.url,
@@ -181,8 +185,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       },
     });
     span.end(outcome);
-    const saturated = held.saturated(claim.url);
-    urlConcurrency.answered(claim.url, { ...outcome, sentAt, saturated, endpointId: claim.endpoint_id });
+    const stalledMs = stalls.total() - stalledBefore;
+    const answer = { sentAt, stalledMs, saturated: held.saturated(claim.url), endpointId: claim.endpoint_id };
+    urlConcurrency.answered(claim.url, { ...outcome, ...answer });
     const sent = { signature: signature['webhook-signature'], endpointId: claim.endpoint_id };
     const hint = outcome.ok ? undefined : refusalHint(outcome, claim.business_id, sent);
     if (hint && hintDue(claim.url, hint)) {
@@ -297,6 +302,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     try {
       stopWatchingHealth?.();
       orphans.stop();
+      stalls.stop();
       clearInterval(poll);
       newRows.cancel();
       clearInterval(renewal);
