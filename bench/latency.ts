@@ -48,7 +48,7 @@ import {
   writeResults,
 } from './lib.js';
 
-const RATES = (process.env.BENCH_LATENCY_RATES ?? '50,100,200').split(',').map(Number);
+const RATES = (process.env.BENCH_LATENCY_RATES ?? '50,100,200').split(',').filter(Boolean).map(Number);
 const PROCESSES = (process.env.BENCH_LATENCY_PROCESSES ?? process.env.BENCH_LATENCY_INSTANCES ?? '1')
   .split(',')
   .map(Number);

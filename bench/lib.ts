@@ -246,6 +246,8 @@ const cli = fileURLToPath(new URL('../packages/cli/dist/cli.js', import.meta.url
 /**
  * `payhook serve` (the built CLI) with `args`, and `env` over this process's, once it listens. Its
  * output goes to a file, as a log collector takes it: a pipe read by this busy process stalled it.
+ * BENCH_SERVE_NODE_ARGS adds node's own flags to it (say `--cpu-prof --cpu-prof-dir=<dir>`, which
+ * NODE_OPTIONS refuses).
  */
 export async function startServe(
   args: string[],
@@ -257,7 +259,16 @@ export async function startServe(
   const processes = args.includes('--processes') ? [] : ['--processes', '1'];
   const child = spawn(
     process.execPath,
-    [cli, 'serve', '--port', '0', '--allow-private-webhooks', ...processes, ...args],
+    [
+      ...(process.env.BENCH_SERVE_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+      cli,
+      'serve',
+      '--port',
+      '0',
+      '--allow-private-webhooks',
+      ...processes,
+      ...args,
+    ],
     {
       env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', out, out],
