@@ -171,6 +171,26 @@ describe('database maintenance on PGlite', { timeout: 120_000 }, () => {
     expect(ends.length).toBe(before);
   });
 
+  it('a periodic pass stopped during a statement ends after it, without its rest', async () => {
+    await queue(database, receiver.url, BATCH);
+    expect(await deliverAll(database)).toBe(BATCH);
+    const held = holdingStatements(database, (text) => text.startsWith('vacuum'));
+    const maintenance = createMaintenance({ database: held.database, intervalMs: 20 });
+    maintenance.start();
+    await held.reached;
+    const stopped = maintenance.stop().then(() => 'stopped' as const);
+    // A guard on the real clock; from here on a rest's timer never fires, so a pass that rested
+    // after the held VACUUM would never end, and neither would stop().
+    const guard = new Promise<'rested'>((resolve) => setTimeout(resolve, 10_000, 'rested'));
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      held.release();
+      expect(await Promise.race([stopped, guard])).toBe('stopped');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('deletes idempotency keys past twice their 24 hours, and keeps the others', async () => {
     const day = 24 * 3600_000;
     const at = new Date('2030-01-10T00:00:00Z');

@@ -211,7 +211,7 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
         const done: TableMaintenance = { table: t.table, action, deadRows: t.dead, ms };
         report.tables.push(done);
         log.info({ ...done, ms: Math.round(ms) }, 'database maintenance');
-        if (paced) await rest(REST_PER_MS * ms);
+        if (paced && !stopping) await rest(REST_PER_MS * ms);
       }
     }
     return report;
