@@ -411,9 +411,11 @@ export async function createSessionsAtRate(options: {
 
 /**
  * POSTs `body` through `agent` and reads the answer; an answer not in within 30 s (a sender far
- * behind) fails, as does a refused or broken connection.
+ * behind) fails, as does a refused or broken connection. The benches' load generator: node:http
+ * with keep-alive connections, not fetch, which cost the client process twice the CPU (its
+ * streams, a timer per request), CPU that on a shared machine is the measured process's.
  */
-function postText(
+export function postText(
   url: string,
   headers: Record<string, string>,
   body: string,

@@ -7,7 +7,8 @@
  * store at 0.7x the Redis store's events/s or more, and an acknowledgement p99 of 10 ms or less at
  * 500 events/s.
  *
- * Method: each instance is a receiver process over node:http (packages/postgres/test/fixtures/
+ * Method: the load goes through node:http's keep-alive connections (bench/lib.ts, `postText`);
+ * each instance is a receiver process over node:http (packages/postgres/test/fixtures/
  * crash-receiver.ts, told to die nowhere, on the built packages), concurrency 16, a pool of 20; the stores on the shared
  * test servers (TEST_DATABASE_URL, TEST_REDIS_URL) under a fresh schema and key prefix, dropped
  * afterwards. Events/s: BENCH_STORES_EVENTS distinct signed events (default 3,000), 64 requests at
@@ -22,6 +23,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { Agent } from 'node:http';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createTestEvent } from '@payhook/core/testing';
@@ -33,6 +35,7 @@ import {
   cpuOfPids,
   cpuOfProcesses,
   cpuSince,
+  postText,
   printTable,
   quantile,
   sleep,
@@ -89,14 +92,11 @@ const bodies = (n: number) =>
     JSON.stringify(createTestEvent('payment.session.succeeded', BENCH_BUSINESS_ID)),
   );
 
+/** The load's keep-alive connections (see `postText`). */
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+
 async function post(url: string, body: string): Promise<number> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body,
-  });
-  await response.arrayBuffer();
-  return response.status;
+  return (await postText(url, { 'content-type': 'application/json' }, body, agent)).status;
 }
 
 /**
@@ -254,6 +254,7 @@ try {
     );
   }
 } finally {
+  agent.destroy();
   await pool.end();
 }
 
