@@ -19,7 +19,8 @@
  * - latency: sessions created open loop at the rate, from each 201 to its event at this process's
  *   receiver, p99; then the deliveries due are left to drain;
  * - `GET /events` first page, and 1,000 events deep (the cursor found by paging); `GET
- *   /events?payment_id=` for the business's newest and oldest payment; the dashboard (signed in
+ *   /events?payment_id=` for the business's newest and oldest payment, and
+ *   `?delivery_status=` failed, pending and none (the rare statuses); the dashboard (signed in
  *   with the key): an endpoint's page and its charts, the endpoints list and each URL's 24 hours;
  *   `GET /metrics`;
  * - `DELETE /webhook-endpoints/{id}` of an endpoint made for it, with BENCH_HISTORY_PENDING
@@ -233,6 +234,8 @@ async function side(name: 'empty' | 'history', ctx: Context) {
     );
     calls.paymentNewest = await timed(get(`/events?payment_id=${rows[0]?.newest}`));
     calls.paymentOldest = await timed(get(`/events?payment_id=${rows[0]?.oldest}`));
+    for (const status of ['failed', 'pending', 'none'] as const)
+      calls[`status_${status}`] = await timed(get(`/events?delivery_status=${status}`));
     calls.dashboardEndpoint = await timed(get(`/dashboard/endpoints/${main.id}`, { cookie }));
     calls.dashboardEndpoints = await timed(get('/dashboard/endpoints', { cookie }));
     calls.metrics = await timed(get('/metrics', {}));
@@ -287,6 +290,9 @@ const ROWS: [key: string, call: string][] = [
   ['eventsDeep', 'GET /events, 1,000 deep'],
   ['paymentNewest', 'GET /events?payment_id=, newest payment'],
   ['paymentOldest', 'GET /events?payment_id=, oldest payment'],
+  ['status_failed', 'GET /events?delivery_status=failed'],
+  ['status_pending', 'GET /events?delivery_status=pending'],
+  ['status_none', 'GET /events?delivery_status=none'],
   ['dashboardEndpoint', 'GET /dashboard/endpoints/:id (charts)'],
   ['dashboardEndpoints', 'GET /dashboard/endpoints (24 h health)'],
   ['recover', 'POST /webhook-endpoints/{id}/recover since 13 days'],
