@@ -50,7 +50,7 @@ describe('the history benchmarks at a small size', { timeout: 300_000 }, () => {
       BENCH_HISTORY_PENDING: '20',
     });
     expect(r.seeded.rows.events).toBeGreaterThan(2500);
-    expect(r.calls).toHaveLength(11);
+    expect(r.calls).toHaveLength(14);
     for (const call of r.calls) {
       expect(call.empty.failed, `${call.call} (empty)`).toEqual({});
       expect(call.history.failed, `${call.call} (history)`).toEqual({});
