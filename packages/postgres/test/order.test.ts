@@ -24,6 +24,16 @@ const BIZ = '1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
 let pool: pg.Pool;
 const schemas: string[] = [];
 
+/** A fresh schema (dropped after the file) holding the merchant's outcomes table and `tables`. */
+async function merchantSchema(...tables: string[]): Promise<string> {
+  const schema = randomSchema();
+  schemas.push(schema);
+  await pool.query(`CREATE SCHEMA "${schema}"`);
+  for (const table of [...tables, 'outcomes (checksum text NOT NULL, how text NOT NULL)'])
+    await pool.query(`CREATE TABLE "${schema}".${table}`);
+  return schema;
+}
+
 beforeAll(async () => {
   pool = await connect(undefined, 30);
 });
@@ -103,11 +113,7 @@ describe('per-payment order on the PostgreSQL store', () => {
   it('three receivers: shuffled, duplicated events leave every payment in its latest state, stale events counted', {
     timeout: 60_000,
   }, async () => {
-    const schema = randomSchema();
-    schemas.push(schema);
-    await pool.query(`CREATE SCHEMA "${schema}"`);
-    await pool.query(`CREATE TABLE "${schema}".payments (id text PRIMARY KEY, status text NOT NULL)`);
-    await pool.query(`CREATE TABLE "${schema}".outcomes (checksum text NOT NULL, how text NOT NULL)`);
+    const schema = await merchantSchema('payments (id text PRIMARY KEY, status text NOT NULL)');
     const running = new Map<string, number>();
     const overlaps: string[] = [];
     const apps = await Promise.all([1, 2, 3].map(() => startReceiver(schema, running, overlaps)));
@@ -282,10 +288,7 @@ describe('per-payment order on the PostgreSQL store', () => {
   it("on a pool of 3 (one connection for transactions), locks that wait for it and attempts handed their lock's connection run every event once, and leave none in a transaction", {
     timeout: 60_000,
   }, async () => {
-    const schema = randomSchema();
-    schemas.push(schema);
-    await pool.query(`CREATE SCHEMA "${schema}"`);
-    await pool.query(`CREATE TABLE "${schema}".outcomes (checksum text NOT NULL, how text NOT NULL)`);
+    const schema = await merchantSchema();
     const own = await connect(undefined, 3);
     const receiver = createReceiver({
       businessIds: [BIZ],
