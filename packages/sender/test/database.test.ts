@@ -33,6 +33,7 @@ const MIGRATIONS = [
   '0013_endpoint_failures',
   '0014_endpoint_attempt_hours',
   '0015_endpoint_history',
+  '0016_event_delivery_marks',
 ];
 const holder = fileURLToPath(new URL('./fixtures/hold-data-dir.mjs', import.meta.url));
 const dirs: string[] = [];

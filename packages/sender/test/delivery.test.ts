@@ -2,6 +2,7 @@
 // @module-tag pglite
 import { verifyChecksum } from '@payhook/core';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { apiClient } from '../../../test/support/api-client.js';
 import {
@@ -54,11 +55,9 @@ describe.each(testStorages())('event delivery on %s', { timeout: 60_000 }, (stor
     await Promise.all(workers.splice(0).map((w) => w.stop()));
     await Promise.all(receivers.splice(0).map((r) => r.close()));
     // Each test starts with an empty queue: what an earlier test left pending is not its business.
-    await database.db
-      .updateTable('deliveries')
-      .set({ status: 'failed' })
-      .where('status', '=', 'pending')
-      .execute();
+    // It ends failed, its events marked as a failure marks them (`failed_delivery`).
+    await sql`with d as (update deliveries set status = 'failed' where status = 'pending' returning event_id)
+      update events set failed_delivery = true where id in (select event_id from d)`.execute(database.db);
   });
   afterAll(async () => {
     await app?.close();

@@ -239,6 +239,19 @@ describe.each(testStorages())('a provider history on %s', { timeout: 300_000 }, 
         .map((scan) => scan.read);
       expect(Math.max(...reads), status).toBeLessThanOrEqual(rows[0]?.n as number);
     }
+    // No delivery to a webhook URL: the events the previous version wrote so were marked as the
+    // migration went on, and the list reads those alone, the newest first.
+    const { rows: bare } = await sql<{ id: string }>`select id from events e
+      where business_id = ${seeded.businessId} and not exists (select from deliveries d where d.event_id = e.id)
+      order by created_at desc, id desc`.execute(db);
+    expect(bare.length).toBeGreaterThan(0);
+    const from = statements.seen.length;
+    const none = await call('GET', '/events?delivery_status=none&limit=100');
+    expect(none.data.map((e: { id: string }) => e.id)).toEqual(bare.slice(0, 100).map((r) => r.id));
+    const noneReads = (await explainAll(db, statements.seen.slice(from)))
+      .filter((scan) => scan.table === 'events')
+      .map((scan) => scan.read);
+    expect(Math.max(...noneReads)).toBeLessThanOrEqual(bare.length);
     const stats = await call('GET', `/webhook-endpoints/${seeded.endpointId}/stats?window=7d`);
     expect(
       stats.data.buckets.reduce((n: number, b: { attempts: number }) => n + b.attempts, 0),

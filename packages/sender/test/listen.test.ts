@@ -288,6 +288,8 @@ describe.each(testStorages())('GET /listen on %s', { timeout: 60_000 }, (storage
     });
     // What a developer's machine did never makes an event failed, and is not redelivered.
     expect(failed.delivery_status).toBe('none');
+    const none = (await call('GET', '/events?delivery_status=none&limit=100')).body.data;
+    expect(none.map((e: { id: string }) => e.id)).toContain(refused.event_id);
     const since = new Date(Date.now() - 60_000).toISOString();
     expect((await call('POST', '/events/redeliver', { since })).body).toMatchObject({
       data: { redelivered: 0 },

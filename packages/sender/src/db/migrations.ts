@@ -14,6 +14,7 @@ import * as m0012 from './migrations/0012-webhook-endpoints.js';
 import * as m0013 from './migrations/0013-endpoint-failures.js';
 import * as m0014 from './migrations/0014-endpoint-attempt-hours.js';
 import * as m0015 from './migrations/0015-endpoint-history.js';
+import * as m0016 from './migrations/0016-event-delivery-marks.js';
 
 // Versioned migrations, applied in order at start and recorded by Kysely's migrator (which also
 // locks, so several sender instances starting on one PostgreSQL apply each migration once). One
@@ -42,6 +43,7 @@ const migrations: Record<string, Migration> = {
   '0013_endpoint_failures': m0013,
   '0014_endpoint_attempt_hours': m0014,
   '0015_endpoint_history': m0015,
+  '0016_event_delivery_marks': m0016,
 };
 
 /** The migrations, for Kysely's `Migrator`. */

@@ -8,6 +8,12 @@ export interface OnlineIndex {
   definition: string;
   /** What reads it. */
   for: string;
+  /**
+   * A statement run before the index is built, each time it is missing: it marks the rows that a
+   * migration's new column could not mark in the migration's transaction (which would stop every
+   * write to the table while it read a provider's history). It must be safe to run again.
+   */
+  fill?: string;
 }
 
 /**
@@ -57,6 +63,28 @@ export const ONLINE_INDEXES: readonly OnlineIndex[] = [
     definition: '(hour)',
     for: 'retention of the hourly counts',
   },
+  {
+    name: 'events_no_webhook',
+    table: 'events',
+    definition: '(business_id, mode, created_at desc, id desc) where no_webhook',
+    for: 'GET /events?delivery_status=none, newest first',
+    // The events written before migration 0016 with no delivery to a webhook URL (`cli:` is a
+    // listener's destination, delivery/destination.ts, written out here as a migration would:
+    // what has shipped never changes). Those written since are marked as they are written.
+    fill: `update events e set no_webhook = true where not e.no_webhook
+      and not exists (select from deliveries d where d.event_id = e.id and d.url not like 'cli:%')`,
+  },
+  {
+    name: 'events_failed_delivery',
+    table: 'events',
+    definition: '(business_id, mode, created_at desc, id desc) where failed_delivery',
+    for: 'GET /events?delivery_status=failed, newest first',
+    // The events written before migration 0016 with a failure not sent again, read through the
+    // index of such deliveries (deliveries_failed).
+    fill: `update events e set failed_delivery = true where not e.failed_delivery
+      and e.id = any(array(select d.event_id from deliveries d
+        where d.status = 'failed' and d.superseded_by is null and d.url not like 'cli:%'))`,
+  },
 ];
 
 /** Below this size a table's index is built in one statement: it takes a moment either way. */
@@ -70,7 +98,8 @@ const SMALL_TABLE_BYTES = 8 * 1024 * 1024;
  * takes. So on PostgreSQL an index on a table past a few megabytes is built concurrently: writes
  * go on, and a build that was interrupted (its index left invalid) is dropped and built again at
  * the next start. A small table's index, and every index on PGlite (one process, no concurrent
- * writer), is built in one statement. Returns the names of the indexes it built.
+ * writer), is built in one statement. An index with a `fill` runs it first, in a statement of its
+ * own: the index's existence says the rows were marked. Returns the names of the indexes it built.
  *
  * @example
  * ```ts
@@ -92,6 +121,7 @@ export async function buildOnlineIndexes(
       join pg_catalog.pg_index i on i.indexrelid = c.oid
       where c.relname = ${index.name} and n.nspname = ${namespace}`.execute(db);
     if (rows[0]?.valid) continue;
+    if (index.fill !== undefined) await sql.raw(index.fill).execute(db);
     const create = (how: string) =>
       sql.raw(`create index ${how} ${index.name} on ${index.table} ${index.definition}`).execute(db);
     if (kind === 'pglite') {

@@ -83,6 +83,17 @@ export interface EventsTable extends BusinessOwned {
   payment_id: string | null;
   payload: string;
   created_at: CreatedAt;
+  /**
+   * No delivery to a webhook URL: no endpoint took the event when it was written, and none was
+   * added since (a listener's `cli:` deliveries do not count). What `delivery_status=none` reads.
+   */
+  no_webhook: Generated<boolean>;
+  /**
+   * A delivery to a webhook URL failed for good and was not sent again (or the event also has one
+   * pending: the mark is what `delivery_status=failed` looks among, and each event's status is
+   * read exactly).
+   */
+  failed_delivery: Generated<boolean>;
 }
 
 /** One event to one webhook URL. */

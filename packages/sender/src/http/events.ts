@@ -119,20 +119,24 @@ const deliveryStatus = sql<DeliveryStatus>`(select case
   from deliveries d where d.event_id = events.id)`;
 
 /**
- * What every event of a rare status has, among few deliveries that a partial index holds: a
- * pending delivery (deliveries_due), a failed one not sent again, to a webhook URL (deliveries_failed).
- * Beside the exact status it lets PostgreSQL read those deliveries' events, not walk the
- * business's events until a page fills. The events are given as an array, read once
- * (`= any(array(...))`): as a correlated `EXISTS`, the planner walked the business's events
- * newest first and looked up each one's deliveries, expecting the rare ones spread evenly; but
- * failures are old (a failure takes the 48 hours of retries), so with 2,000,000 events it walked
- * two days of them before the first: 2.7 s a page. `delivered` fills a page at once; `none`, no
- * delivery to a webhook URL, has none to look up.
+ * What every event of a rare status has, that a partial index holds, so that PostgreSQL reads
+ * those events rather than walk the business's events until a page fills (the exact status is
+ * still checked on each):
+ * - `failed` and `none`: the event's marks (`failed_delivery`, `no_webhook`, kept by the statements
+ *   that write deliveries), read through the partial indexes of the marked events in the list's
+ *   order: a page reads its own events. Failures are old (a failure takes the 48 hours of
+ *   retries): walking the business's events newest first took 2.7 s a page with 2,000,000 of
+ *   them, and reading every business's failed deliveries 1.15 s; `none` walked all of them, past
+ *   the statement timeout (503).
+ * - `pending`: the events of the pending deliveries (deliveries_due), read once as an array
+ *   (`= any(array(...))`), so as many as the deliveries in flight, every business's. A mark would
+ *   cost a write of the event for each delivery made and delivered.
+ * `delivered` fills a page at once.
  */
 const hasDeliveryFor: Partial<Record<DeliveryStatus, RawBuilder<SqlBool>>> = {
   pending: sql`events.id = any(array(select d.event_id from deliveries d where d.status = 'pending'))`,
-  failed: sql`events.id = any(array(select d.event_id from deliveries d where d.status = 'failed'
-    and d.superseded_by is null and ${isWebhookUrl('d.url')}))`,
+  failed: sql`events.failed_delivery`,
+  none: sql`events.no_webhook`,
 };
 
 interface EventRow {

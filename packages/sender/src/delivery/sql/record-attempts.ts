@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import { PREPARE } from '../../db/database.js';
 import type { AttemptOutcome } from '../attempt-outcome.js';
+import { isWebhookUrl } from '../destination.js';
 import type { Claim } from './claim-deliveries.js';
 import { endpointFailureCtes } from './endpoint-failures.js';
 import { endpointHourCtes } from './endpoint-hours.js';
@@ -25,8 +26,9 @@ const text = (value: string | null | undefined) =>
 /**
  * The statement that records attempts, many at once: each delivery whose claim token still
  * matches takes its next state (and loses its claim), an attempt row is written for each of
- * those, and each endpoint's run of failures and its hourly counts are kept up to date
- * (`endpointFailureCtes`, `endpointHourCtes`). It returns their ids, so a record whose lease was
+ * those, the events of deliveries that failed for good are marked `failed_delivery`, and each
+ * endpoint's run of failures and its hourly counts are kept up to date (`endpointFailureCtes`,
+ * `endpointHourCtes`). It returns their ids, so a record whose lease was
  * lost is known. Run it with `database.delivery`.
  *
  * @example
@@ -74,6 +76,15 @@ export function recordAttemptsStatement(
         where d.id = v.id and d.claim_token = v.token
         returning v.id, v.attempts, v.url, v.started_at, v.latency_ms, v.status_code, v.response_body,
                   v.error_code, v.error_message
+      ),
+      -- A delivery failed for good marks its event (what delivery_status=failed looks among),
+      -- even one marked already: the row's lock orders this against a redelivery clearing it.
+      -- Read from kept, so that the deliveries are locked before the events, as everywhere.
+      failed as (
+        update events e set failed_delivery = true
+        where e.id = any(array(
+          select d.event_id from kept k join v on v.id = k.id join deliveries d on d.id = k.id
+          where v.status = 'failed' and ${isWebhookUrl('d.url')}))
       ),
       outcomes as (
         select d.endpoint_id, v.started_at, v.status = 'delivered' as ok, v.latency_ms, v.status_code,

@@ -20,7 +20,7 @@ export interface EventRow {
  * updates) as CTEs, the event, one delivery per enabled webhook endpoint of its business and mode
  * whose `enabled_events` take the event's type (read by the statement itself, oldest endpoint
  * first: the fan-out happens here, once, so a filter change applies to events made after it and
- * the claim never looks at a filter), and the wake mark (`db/wake.ts`) that wakes the workers
+ * the claim never looks at a filter), the event marked `no_webhook` when none does, and the wake mark (`db/wake.ts`) that wakes the workers
  * once it commits, only when it wrote deliveries. Prepared on PostgreSQL: its text depends only on the shapes of `writes`.
  *
  * @example
@@ -34,6 +34,11 @@ export function writeEventStatement(
   writes: readonly OperationNodeSource[] = [],
 ): CompiledQuery<unknown> {
   const { id } = event;
+  // The endpoints that take the event: each gets a delivery, and with none the event is marked as
+  // having no webhook (what `delivery_status=none` reads). Both read the statement's one snapshot.
+  const taking = sql`from webhook_endpoints ep
+      where ep.business_id = ${event.businessId} and ep.mode = ${event.mode}
+        and ep.status = 'enabled' and ${endpointTakesSql('ep', event.type)}`;
   const insertEvent = executor.insertInto('events').values({
     id,
     business_id: event.businessId,
@@ -41,15 +46,13 @@ export function writeEventStatement(
     type: event.type,
     payment_id: event.paymentId,
     payload: event.payload,
+    no_webhook: sql<boolean>`not exists (select ${taking})`,
   });
   const ctes = writes.map((write, i) => sql`${sql.raw(`w${i}`)} as (${write}), `);
   const statement = sql`${sql.raw(PREPARE)}with ${sql.join(ctes, sql``)}e as (${insertEvent}),
     d as (
       insert into deliveries (event_id, url, endpoint_id)
-      select ${id}::uuid, ep.url, ep.id
-      from webhook_endpoints ep
-      where ep.business_id = ${event.businessId} and ep.mode = ${event.mode}
-        and ep.status = 'enabled' and ${endpointTakesSql('ep', event.type)}
+      select ${id}::uuid, ep.url, ep.id ${taking}
       order by ep.created_at, ep.id
       returning 1
     )
