@@ -18,10 +18,11 @@ export interface EventRow {
 /**
  * The outbox write of an event as ONE statement, compiled: `writes` (the caller's own inserts and
  * updates) as CTEs, the event, one delivery per enabled webhook endpoint of its business and mode
- * whose `enabled_events` take the event's type (read by the statement itself, oldest endpoint
+ * whose `enabled_events` take the event's type (read once by the statement itself, oldest endpoint
  * first: the fan-out happens here, once, so a filter change applies to events made after it and
- * the claim never looks at a filter), the event marked `no_webhook` when none does, and the wake mark (`db/wake.ts`) that wakes the workers
- * once it commits, only when it wrote deliveries. Prepared on PostgreSQL: its text depends only on the shapes of `writes`.
+ * the claim never looks at a filter), the event marked `no_webhook` when none does, and the wake
+ * mark (`db/wake.ts`) that wakes the workers once it commits, only when it wrote deliveries.
+ * Prepared on PostgreSQL: its text depends only on the shapes of `writes`.
  *
  * @example
  * ```ts
@@ -34,11 +35,6 @@ export function writeEventStatement(
   writes: readonly OperationNodeSource[] = [],
 ): CompiledQuery<unknown> {
   const { id } = event;
-  // The endpoints that take the event: each gets a delivery, and with none the event is marked as
-  // having no webhook (what `delivery_status=none` reads). Both read the statement's one snapshot.
-  const taking = sql`from webhook_endpoints ep
-      where ep.business_id = ${event.businessId} and ep.mode = ${event.mode}
-        and ep.status = 'enabled' and ${endpointTakesSql('ep', event.type)}`;
   const insertEvent = executor.insertInto('events').values({
     id,
     business_id: event.businessId,
@@ -46,13 +42,20 @@ export function writeEventStatement(
     type: event.type,
     payment_id: event.paymentId,
     payload: event.payload,
-    no_webhook: sql<boolean>`not exists (select ${taking})`,
+    // No endpoint takes it: what `delivery_status=none` reads.
+    no_webhook: sql<boolean>`not exists (select from ep)`,
   });
   const ctes = writes.map((write, i) => sql`${sql.raw(`w${i}`)} as (${write}), `);
-  const statement = sql`${sql.raw(PREPARE)}with ${sql.join(ctes, sql``)}e as (${insertEvent}),
+  // The endpoints that take the event, read once: each gets a delivery.
+  const statement = sql`${sql.raw(PREPARE)}with ${sql.join(ctes, sql``)}ep as materialized (
+      select ep.id, ep.url, ep.created_at from webhook_endpoints ep
+      where ep.business_id = ${event.businessId} and ep.mode = ${event.mode}
+        and ep.status = 'enabled' and ${endpointTakesSql('ep', event.type)}
+    ),
+    e as (${insertEvent}),
     d as (
       insert into deliveries (event_id, url, endpoint_id)
-      select ${id}::uuid, ep.url, ep.id ${taking}
+      select ${id}::uuid, ep.url, ep.id from ep
       order by ep.created_at, ep.id
       returning 1
     )
