@@ -24,6 +24,19 @@ const text = (value: string | null | undefined) =>
   value === null || value === undefined ? null : value.replaceAll('\0', '');
 
 /**
+ * A delivery failed for good marks its event (what `delivery_status=failed` looks among), even one
+ * marked already: the row's lock orders this against a redelivery clearing it. Read from `kept`,
+ * so that the deliveries are locked before the events, as everywhere. Only in a batch with such a
+ * delivery: the others run the statement without it.
+ */
+const failedMarks = sql`failed as (
+        update events e set failed_delivery = true
+        where e.id = any(array(
+          select d.event_id from kept k join v on v.id = k.id join deliveries d on d.id = k.id
+          where v.status = 'failed' and ${isWebhookUrl('d.url')}))
+      ),`;
+
+/**
  * The statement that records attempts, many at once: each delivery whose claim token still
  * matches takes its next state (and loses its claim), an attempt row is written for each of
  * those, the events of deliveries that failed for good are marked `failed_delivery`, and each
@@ -77,15 +90,7 @@ export function recordAttemptsStatement(
         returning v.id, v.attempts, v.url, v.started_at, v.latency_ms, v.status_code, v.response_body,
                   v.error_code, v.error_message
       ),
-      -- A delivery failed for good marks its event (what delivery_status=failed looks among),
-      -- even one marked already: the row's lock orders this against a redelivery clearing it.
-      -- Read from kept, so that the deliveries are locked before the events, as everywhere.
-      failed as (
-        update events e set failed_delivery = true
-        where e.id = any(array(
-          select d.event_id from kept k join v on v.id = k.id join deliveries d on d.id = k.id
-          where v.status = 'failed' and ${isWebhookUrl('d.url')}))
-      ),
+      ${rows.some((r) => r.status === 'failed') ? failedMarks : sql``}
       outcomes as (
         select d.endpoint_id, v.started_at, v.status = 'delivered' as ok, v.latency_ms, v.status_code,
                v.error_code, v.error_message
