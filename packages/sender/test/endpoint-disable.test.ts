@@ -16,7 +16,7 @@ import {
   loadConfig,
 } from '../src/index.js';
 import { manualClock } from './fixtures/clock.js';
-import { sessionRequest } from './fixtures/requests.js';
+import { createdEvent } from './fixtures/sessions.js';
 import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
 const DAY = 86_400_000;
@@ -91,12 +91,7 @@ describe.each(testStorages())('a failing endpoint on %s', { timeout: 120_000 }, 
   }
 
   /** A session of the business; its `payment.session.created` event id. */
-  async function makeEvent(key = KEY): Promise<string> {
-    const created = await call('POST', '/payment-sessions', sessionRequest, key);
-    expect(created.status).toBe(201);
-    const listed = await call('GET', `/events?payment_id=${created.body.data.payment.id}`, undefined, key);
-    return listed.body.data[0].id;
-  }
+  const makeEvent = (key = KEY) => createdEvent((method, path, body) => call(method, path, body, key));
 
   const deliveriesTo = (endpointId: string) =>
     database.db

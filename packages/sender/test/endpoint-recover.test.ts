@@ -14,7 +14,7 @@ import {
   loadConfig,
 } from '../src/index.js';
 import { manualClock } from './fixtures/clock.js';
-import { sessionRequest } from './fixtures/requests.js';
+import { createdEvent, runDueFor } from './fixtures/sessions.js';
 import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
 const HOUR = 3_600_000;
@@ -69,22 +69,8 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
     return created.body.data.id;
   }
 
-  async function makeEvent(key = KEY): Promise<string> {
-    const created = await call('POST', '/payment-sessions', sessionRequest, key);
-    expect(created.status).toBe(201);
-    return (await call('GET', `/events?payment_id=${created.body.data.payment.id}`, undefined, key)).body
-      .data[0].id;
-  }
-
-  /** Runs every delivery due now; moves the clock on past `ms`, then runs again, until none is left before it. */
-  async function runFor(ms: number) {
-    const until = clock.now().getTime() + ms;
-    for (let i = 0; i < 100 && clock.now().getTime() < until; i++) {
-      await worker.runDue();
-      clock.advance(Math.min(HOUR, until - clock.now().getTime()));
-    }
-    await worker.runDue();
-  }
+  const makeEvent = (key = KEY) => createdEvent((method, path, body) => call(method, path, body, key));
+  const runFor = (ms: number) => runDueFor(worker, clock, ms);
 
   const rowsOf = (endpointId: string) =>
     database.db

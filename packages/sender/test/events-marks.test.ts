@@ -16,7 +16,7 @@ import {
 } from '../src/index.js';
 import { supersedeDeliveries } from '../src/internal.js';
 import { manualClock } from './fixtures/clock.js';
-import { sessionRequest } from './fixtures/requests.js';
+import { createdEvent, runDueFor } from './fixtures/sessions.js';
 import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
 // `GET /events?delivery_status=none` and `=failed` look among the events' marks (`no_webhook`,
@@ -68,11 +68,7 @@ describe.each(testStorages())('the delivery marks of events on %s', { timeout: 1
     apiClient(() => base, KEY)<any>(method, path, body);
 
   /** A new payment's `created` event id. */
-  async function makeEvent(): Promise<string> {
-    const created = await call('POST', '/payment-sessions', sessionRequest);
-    expect(created.status).toBe(201);
-    return (await call('GET', `/events?payment_id=${created.body.data.payment.id}`)).body.data[0].id;
-  }
+  const makeEvent = () => createdEvent(call);
 
   async function endpoint(url: string, fields: Record<string, unknown> = {}): Promise<string> {
     const created = await call('POST', '/webhook-endpoints', { url, ...fields });
@@ -101,15 +97,7 @@ describe.each(testStorages())('the delivery marks of events on %s', { timeout: 1
   }
   const both = (ids: string[]) => ({ filtered: ids, whole: ids });
 
-  /** Runs the deliveries due over `ms` of the test's clock, an hour at a time. */
-  async function runFor(ms: number) {
-    const until = clock.now().getTime() + ms;
-    while (clock.now().getTime() < until) {
-      await worker.runDue();
-      clock.advance(Math.min(HOUR, until - clock.now().getTime()));
-    }
-    await worker.runDue();
-  }
+  const runFor = (ms: number) => runDueFor(worker, clock, ms);
 
   const marks = async (column: 'no_webhook' | 'failed_delivery') =>
     (
