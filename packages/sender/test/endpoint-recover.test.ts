@@ -1,31 +1,18 @@
-// @module-tag postgres
-// @module-tag pglite
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from '../../../test/support/api-client.js';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
 import { recoverEndpoint } from '../src/delivery/recover.js';
-import {
-  buildApp,
-  createDeliveryClient,
-  createDeliveryWorker,
-  type Database,
-  type DeliveryWorker,
-  loadConfig,
-} from '../src/index.js';
+import { buildApp, loadConfig } from '../src/index.js';
 import { manualClock } from './fixtures/clock.js';
+import { type ClockedSender, startClockedSender } from './fixtures/clocked-sender.js';
 import { createdEvent, runDueFor } from './fixtures/sessions.js';
-import { openTestDatabase, testStorages } from './fixtures/storage.js';
+import { testStorages } from './fixtures/storage.js';
 
 const HOUR = 3_600_000;
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000 }, (storage) => {
-  let app: FastifyInstance;
-  let base: string;
-  let database: Database;
-  let cleanup: () => Promise<void>;
-  let worker: DeliveryWorker;
+  let sender: ClockedSender;
   const KEY = `sk_test_recover_${storage}`;
   const OTHER = `sk_test_recover_other_${storage}`;
   const clock = manualClock();
@@ -34,34 +21,21 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
   const answers = new Map<string, number>();
 
   beforeAll(async () => {
-    ({ database, cleanup } = await openTestDatabase(storage, 'recover'));
-    app = await buildApp({
-      database,
-      config: loadConfig({
-        PAYHOOK_API_KEYS: `${KEY}:biz-recover:test,${OTHER}:biz-recover-other:test`,
-        PAYHOOK_ALLOW_PRIVATE_WEBHOOKS: '1',
-      }),
-      logger: false,
-      now: clock.now,
-    });
-    base = await app.listen({ port: 0, host: '127.0.0.1' });
-    worker = createDeliveryWorker({
-      database,
-      client: createDeliveryClient({ allowPrivate: true, totalTimeoutMs: 2000 }),
-      now: clock.now,
-      random: () => 0.5,
-    });
+    sender = await startClockedSender(
+      storage,
+      'recover',
+      `${KEY}:biz-recover:test,${OTHER}:biz-recover-other:test`,
+      clock,
+    );
   }, 60_000);
   afterAll(async () => {
-    await worker?.stop();
     await Promise.all(receivers.map((r) => r.close()));
-    await app?.close();
-    await cleanup?.();
+    await sender?.close();
   });
 
   const call = (method: string, path: string, body?: unknown, key = KEY) =>
     // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field below
-    apiClient(() => base, key)<any>(method, path, body);
+    apiClient(() => sender.base, key)<any>(method, path, body);
 
   async function endpoint(url: string, key = KEY): Promise<string> {
     const created = await call('POST', '/webhook-endpoints', { url }, key);
@@ -70,10 +44,10 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
   }
 
   const makeEvent = (key = KEY) => createdEvent((method, path, body) => call(method, path, body, key));
-  const runFor = (ms: number) => runDueFor(worker, clock, ms);
+  const runFor = (ms: number) => runDueFor(sender.worker, clock, ms);
 
   const rowsOf = (endpointId: string) =>
-    database.db
+    sender.database.db
       .selectFrom('deliveries')
       .select(['id', 'event_id', 'status', 'attempts', 'superseded_by', 'next_attempt_at', 'claim_token'])
       .where('endpoint_id', '=', endpointId)
@@ -105,7 +79,7 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
     const failed = await makeEvent();
     await runFor(49 * HOUR);
     const retried = await makeEvent();
-    await worker.runDue();
+    await sender.worker.runDue();
     const unattempted = await makeEvent();
     await call('PATCH', `/webhook-endpoints/${e1}`, { status: 'disabled' });
     const missed = await makeEvent();
@@ -145,7 +119,7 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
 
     for (const id of [failed, unattempted, missed, retried]) answers.set(id, 200);
     const seen = mine.received.length;
-    await worker.runDue();
+    await sender.worker.runDue();
     const sent = mine.received.slice(seen).map((r) => r.headers['payhook-event-id']);
     // The recovered three, and the one being retried: disabling held it, enabling made it due.
     expect(sent.sort()).toEqual([failed, unattempted, missed, retried].sort());
@@ -215,14 +189,14 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
     const events: string[] = [];
     for (let i = 0; i < 5; i++) events.push(await makeEvent());
     await runFor(49 * HOUR);
-    const row = await database.db
+    const row = await sender.database.db
       .selectFrom('webhook_endpoints')
       .selectAll()
       .where('id', '=', id)
       .executeTakeFirstOrThrow();
     const window = { since, until: new Date(Date.now() + 1000), now: clock.now() };
     const runs = await Promise.all(
-      [1, 2, 3].map((batch) => recoverEndpoint(database.db, row, window, { batch })),
+      [1, 2, 3].map((batch) => recoverEndpoint(sender.database.db, row, window, { batch })),
     );
     // Together they made one delivery per event (which run made which is the race's).
     expect(runs.reduce((sum, r) => sum + r.created, 0)).toBe(5);
@@ -243,7 +217,7 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
     await call('PATCH', `/webhook-endpoints/${id}`, { status: 'disabled' });
     const missed = [await makeEvent(), await makeEvent(), await makeEvent()];
     await call('PATCH', `/webhook-endpoints/${id}`, { status: 'enabled' });
-    const row = await database.db
+    const row = await sender.database.db
       .selectFrom('webhook_endpoints')
       .selectAll()
       .where('id', '=', id)
@@ -252,7 +226,7 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
     const progress: number[] = [];
     const cut = new Error('the process is gone');
     await expect(
-      recoverEndpoint(database.db, row, window, {
+      recoverEndpoint(sender.database.db, row, window, {
         batch: 1,
         onProgress: (p) => {
           // Reported after each batch committed, with the rows read so far.
@@ -262,7 +236,7 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
       }),
     ).rejects.toBe(cut);
     expect(progress).toEqual([1, 2]);
-    const again = await recoverEndpoint(database.db, row, window, { batch: 1 });
+    const again = await recoverEndpoint(sender.database.db, row, window, { batch: 1 });
     const rows = await rowsOf(id);
     for (const event of [...failed, ...missed]) {
       expect(
@@ -325,12 +299,12 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
       'content-type': 'application/json',
       'idempotency-key': `recover-${storage}`,
     };
-    const once = await fetch(`${base}/webhook-endpoints/${id}/recover`, {
+    const once = await fetch(`${sender.base}/webhook-endpoints/${id}/recover`, {
       method: 'POST',
       headers,
       body: JSON.stringify({ since }),
     });
-    const twice = await fetch(`${base}/webhook-endpoints/${id}/recover`, {
+    const twice = await fetch(`${sender.base}/webhook-endpoints/${id}/recover`, {
       method: 'POST',
       headers,
       body: JSON.stringify({ since }),
@@ -341,7 +315,7 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
 
   it('refuses a window past retention with 422 naming the horizon', async () => {
     const kept = await buildApp({
-      database,
+      database: sender.database,
       config: loadConfig({ PAYHOOK_API_KEYS: `${KEY}:biz-recover:test`, PAYHOOK_RETENTION_DAYS: '7' }),
       logger: false,
       now: clock.now,

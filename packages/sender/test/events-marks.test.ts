@@ -1,21 +1,13 @@
 // @module-tag postgres
 // @module-tag pglite
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from '../../../test/support/api-client.js';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
-import {
-  buildApp,
-  createDeliveryClient,
-  createDeliveryWorker,
-  type Database,
-  type DeliveryWorker,
-  loadConfig,
-} from '../src/index.js';
 import { supersedeDeliveries } from '../src/internal.js';
 import { manualClock } from './fixtures/clock.js';
+import { type ClockedSender, startClockedSender } from './fixtures/clocked-sender.js';
 import { createdEvent, runDueFor } from './fixtures/sessions.js';
 import { openTestDatabase, testStorages } from './fixtures/storage.js';
 
@@ -27,45 +19,23 @@ import { openTestDatabase, testStorages } from './fixtures/storage.js';
 const HOUR = 3_600_000;
 
 describe.each(testStorages())('the delivery marks of events on %s', { timeout: 120_000 }, (storage) => {
-  let app: FastifyInstance;
-  let base: string;
-  let database: Database;
-  let cleanup: () => Promise<void>;
-  let worker: DeliveryWorker;
+  let sender: ClockedSender;
   const receivers: LoopbackReceiver[] = [];
   const clock = manualClock();
   const KEY = `sk_test_marks_${storage}`;
   const BUSINESS = `biz-marks-${storage}`;
 
   beforeAll(async () => {
-    ({ database, cleanup } = await openTestDatabase(storage, 'event_marks'));
-    app = await buildApp({
-      database,
-      config: loadConfig({
-        PAYHOOK_API_KEYS: `${KEY}:${BUSINESS}:test`,
-        PAYHOOK_ALLOW_PRIVATE_WEBHOOKS: '1',
-      }),
-      logger: false,
-      now: clock.now,
-    });
-    base = await app.listen({ port: 0, host: '127.0.0.1' });
-    worker = createDeliveryWorker({
-      database,
-      client: createDeliveryClient({ allowPrivate: true, totalTimeoutMs: 2000 }),
-      now: clock.now,
-      random: () => 0.5,
-    });
+    sender = await startClockedSender(storage, 'event_marks', `${KEY}:${BUSINESS}:test`, clock);
   }, 60_000);
   afterAll(async () => {
-    await worker?.stop();
     await Promise.all(receivers.map((r) => r.close()));
-    await app?.close();
-    await cleanup?.();
+    await sender?.close();
   });
 
   const call = (method: string, path: string, body?: unknown) =>
     // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field below
-    apiClient(() => base, KEY)<any>(method, path, body);
+    apiClient(() => sender.base, KEY)<any>(method, path, body);
 
   /** A new payment's `created` event id. */
   const makeEvent = () => createdEvent(call);
@@ -97,11 +67,11 @@ describe.each(testStorages())('the delivery marks of events on %s', { timeout: 1
   }
   const both = (ids: string[]) => ({ filtered: ids, whole: ids });
 
-  const runFor = (ms: number) => runDueFor(worker, clock, ms);
+  const runFor = (ms: number) => runDueFor(sender.worker, clock, ms);
 
   const marks = async (column: 'no_webhook' | 'failed_delivery') =>
     (
-      await database.db
+      await sender.database.db
         .selectFrom('events')
         .select(['id', column])
         .where('business_id', '=', BUSINESS)
