@@ -1,3 +1,5 @@
+// @module-tag postgres
+// @module-tag pglite
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from '../../../test/support/api-client.js';
 import { type LoopbackReceiver, startLoopbackReceiver } from '../../../test/support/loopback-receiver.js';
