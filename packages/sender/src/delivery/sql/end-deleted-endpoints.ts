@@ -5,9 +5,10 @@ import type { Schema } from '../../db/schema.js';
  * The deleted-endpoint exit: the pending deliveries of endpoints deleted in the caller's
  * transaction end, failed with `last_error = 'endpoint_deleted'` (nothing could sign them, their
  * secrets went with the endpoint), claimed or not: a claim's record then finds its token gone and
- * changes nothing. Their events are marked `failed_delivery`. Their hourly counts go too: no page shows them any more. Called by the
- * endpoints' lifecycle (`endpoints/lifecycle.ts`) for an endpoint deleted through the API, and
- * for those with their own secrets that the settings' webhook_urls leave out.
+ * changes nothing. Their events are marked `failed_delivery`. Their hourly counts go too: no page
+ * shows them any more. Called by the endpoints' lifecycle (`endpoints/lifecycle.ts`) for an
+ * endpoint deleted through the API, and for those with their own secrets that the settings'
+ * webhook_urls leave out.
  *
  * @example
  * ```ts

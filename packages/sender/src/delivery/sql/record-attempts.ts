@@ -41,8 +41,8 @@ const failedMarks = sql`failed as (
  * matches takes its next state (and loses its claim), an attempt row is written for each of
  * those, the events of deliveries that failed for good are marked `failed_delivery`, and each
  * endpoint's run of failures and its hourly counts are kept up to date (`endpointFailureCtes`,
- * `endpointHourCtes`). It returns their ids, so a record whose lease was
- * lost is known. Run it with `database.delivery`.
+ * `endpointHourCtes`). It returns their ids, so a record whose lease was lost is known. Run it
+ * with `database.delivery`.
  *
  * @example
  * ```ts

@@ -5,9 +5,9 @@ import { isWebhookUrl } from '../destination.js';
 /**
  * Marks deliveries as replaced, pairwise: the delivery that `match` finds for each of `keys` (of
  * SQL type `keyType`, `m.key` in `match`) by the one of `newIds` at its place; then clears the
- * `failed_delivery` mark of their events that have no failure left. The pairs are
- * arrays unnested, which the planner counts, rather than a JSON recordset it guesses at 100 rows:
- * a guess that made it scan the deliveries rather than look each up.
+ * `failed_delivery` mark of their events that have no failure left. The pairs are arrays
+ * unnested, which the planner counts, rather than a JSON recordset it guesses at 100 rows: a guess
+ * that made it scan the deliveries rather than look each up.
  *
  * @example
  * ```ts
