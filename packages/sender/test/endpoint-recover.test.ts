@@ -37,7 +37,7 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
 
   const call = (method: string, path: string, body?: unknown, key = KEY) =>
     // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field below
-    apiClient(() => sender.base, key)<any>(method, path, body);
+    apiClient(() => sender.url, key)<any>(method, path, body);
 
   async function endpoint(url: string, key = KEY): Promise<string> {
     const created = await call('POST', '/webhook-endpoints', { url }, key);
@@ -301,12 +301,12 @@ describe.each(testStorages())('recovering an endpoint on %s', { timeout: 120_000
       'content-type': 'application/json',
       'idempotency-key': `recover-${storage}`,
     };
-    const once = await fetch(`${sender.base}/webhook-endpoints/${id}/recover`, {
+    const once = await fetch(`${sender.url}/webhook-endpoints/${id}/recover`, {
       method: 'POST',
       headers,
       body: JSON.stringify({ since }),
     });
-    const twice = await fetch(`${sender.base}/webhook-endpoints/${id}/recover`, {
+    const twice = await fetch(`${sender.url}/webhook-endpoints/${id}/recover`, {
       method: 'POST',
       headers,
       body: JSON.stringify({ since }),

@@ -35,7 +35,7 @@ describe.each(testStorages())('the delivery marks of events on %s', { timeout: 1
 
   const call = (method: string, path: string, body?: unknown) =>
     // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field below
-    apiClient(() => sender.base, KEY)<any>(method, path, body);
+    apiClient(() => sender.url, KEY)<any>(method, path, body);
 
   /** A new payment's `created` event id. */
   const makeEvent = () => createdEvent(call);

@@ -21,6 +21,7 @@ import { ONLINE_INDEXES } from '../src/db/online-indexes.js';
 import { pgliteDialect } from '../src/db/pglite-pool.js';
 import type { Schema } from '../src/db/schema.js';
 import { buildApp, type Database, expireSessions, loadConfig, openDatabase } from '../src/index.js';
+import { type AttemptRecord, recordAttemptsStatement } from '../src/internal.js';
 import { type SeededHistory, seedHistory } from './fixtures/history.js';
 import { dropSchema, TEST_DATABASE_URL, testStorages } from './fixtures/storage.js';
 
@@ -268,6 +269,43 @@ describe.each(testStorages())('a provider history on %s', { timeout: 300_000 }, 
     await call('DELETE', `/webhook-endpoints/${seeded.spareEndpointId}`);
     await expireSessions({ ...database, db: db.withPlugin(statements) }, now);
 
+    // The worker's record of a delivery failing for good, which marks its event: one of those the
+    // recovery just queued, claimed here.
+    const { rows: claimed } = await sql<{ id: string; token: string; url: string }>`update deliveries
+      set claim_token = gen_random_uuid()
+      where id = (select id from deliveries where endpoint_id = ${seeded.endpointId}::uuid and status = 'pending'
+        and claim_token is null limit 1)
+      returning id, claim_token as token, url`.execute(db);
+    expect(claimed).toHaveLength(1);
+    const failing = {
+      claim: claimed[0],
+      attempts: 11,
+      first: now,
+      next: null,
+      status: 'failed',
+      startedAt: now,
+      outcome: {
+        ok: false,
+        statusCode: 500,
+        latencyMs: 40,
+        responseBody: null,
+        error: { code: 'http_5xx', message: '500' },
+      },
+    } as unknown as AttemptRecord;
+    statements.seen.push(recordAttemptsStatement([failing], now.toISOString()).compile(db));
+    // The events' delivery marks are kept by the statements above (the recovery clears failed marks
+    // and no_webhook, the deletion and the record mark events failed): their plans are among those
+    // checked below.
+    for (const mark of [
+      'set failed_delivery = false',
+      'set failed_delivery = true',
+      'set no_webhook = false',
+    ]) {
+      expect(
+        statements.seen.some((q) => q.sql.includes(mark)),
+        mark,
+      ).toBe(true);
+    }
     const found = await explainAll(db, statements.seen);
     expect(found.length).toBeGreaterThan(10);
     // The hourly counts may be scanned where the table is small: their size is the endpoints'
