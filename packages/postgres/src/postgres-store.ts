@@ -6,6 +6,7 @@ import type {
   StoredEvent,
 } from '@payhook/core';
 import pg, { type Pool, type QueryResultRow } from 'pg';
+import { type ClaimRow, claimResult, createClaimGroups, type PendingClaim } from './claims.js';
 import { createCommitter } from './commit.js';
 import { type PostgresStoreOptions, resolveOptions } from './options.js';
 import { createPostgresOrder, orderStatements } from './order.js';
@@ -47,7 +48,8 @@ interface Row {
 
 /**
  * A transactional inbox in the merchant's own PostgreSQL, shared by every receiver instance: an
- * event is claimed in one statement (with its verified payload, before the 200 is sent), its lease
+ * event is claimed in one statement (with its verified payload, before the 200 is sent; the claims
+ * that come while others are in flight share the next statement), its lease
  * renewed while its handlers run, and each attempt of its handlers runs in a transaction of the
  * store's pool (`context.transaction`, or typed: `pgTransaction(context)`) that also marks the
  * event done. The handlers' writes and the done mark commit together or not at all: a handler that
@@ -113,6 +115,22 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     return withTimeout(label, timeoutMs, () => pool.query<R & QueryResultRow>({ ...statement, values }));
   }
 
+  const claims = createClaimGroups({
+    timeoutMs,
+    run: async (group) => {
+      const column = <T>(pick: (claim: PendingClaim) => T) => group.map(pick);
+      const { rows } = await query<ClaimRow>('claim', sql.claim, [
+        column((claim) => claim.key),
+        column((claim) => claim.request.owner),
+        column((claim) => claim.request.leaseMs),
+        column((claim) => claim.request.payload),
+        column((claim) => claim.request.businessId),
+        retentionMs,
+      ]);
+      return rows;
+    },
+  });
+
   const transactions = createTransactionRunner({
     pool,
     opening: committer.opening,
@@ -137,31 +155,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     runInTransaction: transactions.runInTransaction,
 
     async claim(key, request) {
-      const { rows } = await query<{
-        last_claim: string;
-        state: string;
-        owner: string | null;
-        attempts: number;
-      }>('claim', sql.claim, [
-        key,
-        request.owner,
-        request.leaseMs,
-        request.payload,
-        request.businessId,
-        retentionMs,
-      ]);
-      const row = rows[0];
-      if (!row) throw new Error('The claim statement returned no row.');
-      if (row.last_claim === 'duplicate') {
-        return row.state === 'processing'
-          ? { status: 'duplicate', state: 'processing', owner: row.owner ?? '' }
-          : { status: 'duplicate', state: 'done' };
-      }
-      return {
-        status: 'claimed',
-        previous: row.last_claim as 'new' | 'failed' | 'expired',
-        attempts: row.attempts,
-      };
+      return claimResult(await claims.claim(key, request));
     },
 
     async renew(key, owner, leaseMs) {

@@ -2,7 +2,9 @@
 // is an INSERT ... ON CONFLICT DO UPDATE whose every column takes the claim's value only when the
 // row it met may be claimed (unknown, expired, failed, or its lease lapsed), so that of concurrent
 // claims of one key exactly one wins (they queue on the row's lock) and each learns the outcome
-// from the row it leaves. Times are epoch ms of the server's clock at the statement's start.
+// from the row it leaves. It claims a group of distinct keys at once (see claims.ts), taking their
+// rows in the keys' byte order, so that two groups that share keys never wait on each other in a
+// circle. Times are epoch ms of the server's clock at the statement's start.
 
 import { createHash } from 'node:crypto';
 
@@ -20,7 +22,7 @@ export interface Statement {
 
 /** The statements of the inbox at `name` (schema-qualified and quoted). */
 export interface Statements {
-  /** $1 key, $2 owner, $3 leaseMs, $4 payload, $5 businessId, $6 retentionMs. */
+  /** Arrays of the group's: $1 keys (distinct), $2 owners, $3 leasesMs, $4 payloads, $5 businessIds; $6 retentionMs. */
   claim: Statement;
   /** $1 key, $2 owner, $3 leaseMs. */
   renew: Statement;
@@ -62,7 +64,10 @@ function sqlOf(name: string): Record<keyof Statements, string> {
   return {
     claim: `INSERT INTO ${name} AS e (key, state, owner, lease_until, payload, business_id, attempts,
   received_at, updated_at, expires_at, last_claim)
-SELECT $1, 'processing', $2, n.ms + $3, $4, $5, 1, n.ms, n.ms, n.ms + $6, 'new' FROM (SELECT ${NOW} AS ms) n
+SELECT c.key, 'processing', c.owner, n.ms + c.lease, c.payload, c.business_id, 1, n.ms, n.ms, n.ms + $6, 'new'
+FROM (SELECT ${NOW} AS ms) n,
+  unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[]) AS c(key, owner, lease, payload, business_id)
+ORDER BY c.key COLLATE "C"
 ON CONFLICT (key) DO UPDATE SET
   last_claim = CASE WHEN ${expired} THEN 'new' WHEN e.state = 'failed' THEN 'failed'
     WHEN ${claimable} THEN 'expired' ELSE 'duplicate' END,
@@ -71,7 +76,7 @@ ON CONFLICT (key) DO UPDATE SET
   ${take('error', `CASE WHEN ${expired} THEN NULL ELSE e.error END`)},
   ${take('received_at', `CASE WHEN ${expired} THEN EXCLUDED.received_at ELSE e.received_at END`)},
   ${take('updated_at')}, ${take('expires_at')}
-RETURNING last_claim, state, owner, attempts`,
+RETURNING key, last_claim, state, owner, attempts`,
     renew: `UPDATE ${name} SET lease_until = ${NOW} + $3 WHERE ${held}`,
     complete: `UPDATE ${name} SET state = 'done', owner = NULL, lease_until = NULL, payload = NULL,
   updated_at = ${NOW}, expires_at = ${NOW} + $3 WHERE ${held}`,
