@@ -13,7 +13,11 @@
  * test servers (TEST_DATABASE_URL, TEST_REDIS_URL) under a fresh schema and key prefix, dropped
  * afterwards. Events/s: BENCH_STORES_EVENTS distinct signed events (default 3,000), 64 requests at
  * once spread over the instances, from the first request until every event's row is in the
- * merchant's table; with the CPU each event cost the receivers, PostgreSQL and Redis (from /proc,
+ * merchant's table, each receiver's queue bound (`maxQueuedEvents`) above the run's events, so that
+ * the load measures the store and the handler, not refusals sent again every few milliseconds
+ * (with the default bound of 1,000 the 64 requests filled it, and each event was refused 4 to 7
+ * times before its 200: the receivers' CPU went to verifying copies that a sender would have sent
+ * again after `Retry-After`); any answer other than 200 is counted and sent again after 5 ms; with the CPU each event cost the receivers, PostgreSQL and Redis (from /proc,
  * on Linux), steadier than events/s when other work shares the machine. Latency: an open loop at the rate for BENCH_STORES_SECONDS (default 4), each
  * request's time to its 200, new events each, spread over the instances. BENCH_STORES_INSTANCES
  * picks the instance counts (default 1,3). A last row runs the PostgreSQL store on one instance
@@ -67,18 +71,30 @@ interface Row {
   ackP99Ms: number;
   /** Requests of the latency run answered other than 200. */
   ackErrors: number;
+  /** Requests of the events/s run answered other than 200 (and sent again). */
+  refused: number;
   /** CPU per event of the events/s run, in µs: the receiver processes, PostgreSQL's, Redis's. */
   receiversCpuUs?: number;
   postgresCpuUs?: number;
   redisCpuUs?: number;
 }
 
+/** Each receiver's bound on acknowledged, unfinished events: above the run's (see the method). */
+const MAX_QUEUED_EVENTS = String(EVENTS + 1000);
+
 async function startInstance(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', receiverScript], {
     cwd: root,
     // The receiver runs the packages as built (their dist, what the packed tarballs hold): the base
     // tsconfig maps no package name to its sources, so imports resolve through each package.json.
-    env: { ...process.env, ...env, PORT: '0', CONCURRENCY: '16', TSX_TSCONFIG_PATH: 'tsconfig.base.json' },
+    env: {
+      ...process.env,
+      ...env,
+      PORT: '0',
+      CONCURRENCY: '16',
+      MAX_QUEUED_EVENTS,
+      TSX_TSCONFIG_PATH: 'tsconfig.base.json',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const [line] = (await once(createInterface({ input: child.stdout as NodeJS.ReadableStream }), 'line')) as [
@@ -157,6 +173,7 @@ async function measure(pool: pg.Pool, store: Store, instances: number, history =
     // Events/s, closed loop: from the first request until every row is written.
     const sent = bodies(EVENTS);
     let next = 0;
+    let refused = 0;
     const pids = running.map(({ child }) => child.pid as number);
     // Every run starts just after a checkpoint, so that each pays the same full-page writes.
     await pool.query('CHECKPOINT');
@@ -168,7 +185,10 @@ async function measure(pool: pg.Pool, store: Store, instances: number, history =
       Array.from({ length: IN_FLIGHT }, async () => {
         while (next < sent.length) {
           const i = next++;
-          while ((await post(urls[i % urls.length] as string, sent[i] as string)) !== 200) await sleep(5);
+          while ((await post(urls[i % urls.length] as string, sent[i] as string)) !== 200) {
+            refused++;
+            await sleep(5);
+          }
         }
       }),
     );
@@ -215,6 +235,7 @@ async function measure(pool: pg.Pool, store: Store, instances: number, history =
       ackP50Ms: Number(quantile(latencies, 0.5).toFixed(2)),
       ackP99Ms: Number(quantile(latencies, 0.99).toFixed(2)),
       ackErrors,
+      refused,
       receiversCpuUs,
       postgresCpuUs,
       redisCpuUs,
@@ -277,6 +298,7 @@ printTable(
     `ack p50 at ${RATE}/s, ms`,
     'ack p99, ms',
     'errors',
+    'refused',
   ],
   rows.map((row) => {
     const redis = redisOf(row);
@@ -289,6 +311,7 @@ printTable(
       row.ackP50Ms.toFixed(2),
       row.ackP99Ms.toFixed(2),
       String(row.ackErrors),
+      String(row.refused),
       [row.receiversCpuUs, row.postgresCpuUs, row.redisCpuUs].map((us) => us ?? '-').join(', '),
     ];
   }),

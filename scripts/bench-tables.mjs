@@ -156,12 +156,13 @@ function stores(r) {
     ms(v.ackP50Ms),
     ms(v.ackP99Ms),
     int(v.ackErrors),
+    v.refused === undefined ? '' : int(v.refused),
     v.postgresCpuUs === undefined
       ? ''
       : `${int(v.receiversCpuUs)} / ${int(v.postgresCpuUs)} / ${v.redisCpuUs === undefined || v.store !== 'redis' ? '-' : int(v.redisCpuUs)}`,
   ]);
   if (rows.length === 0) throw new Error('no rows');
-  return `${int(r.events)} events for events/s; ${int(r.rate)} events/s for ${int(r.seconds)} s for the acknowledgement latency. Targets: PostgreSQL >= 0.70x Redis, ack p99 <= 10 ms. The row with records before ran on an inbox that already held them.\n\n${table(
+  return `${int(r.events)} events for events/s; ${int(r.rate)} events/s for ${int(r.seconds)} s for the acknowledgement latency. Targets: PostgreSQL >= 0.70x Redis, ack p99 <= 10 ms. The row with records before ran on an inbox that already held them. Not 200: answers of the latency run; refused: answers of the events/s run other than 200, each sent again after 5 ms.\n\n${table(
     [
       'store',
       'instances',
@@ -171,6 +172,7 @@ function stores(r) {
       `ack p50 at ${int(r.rate)}/s, ms`,
       'ack p99, ms',
       'not 200',
+      'refused, sent again',
       'CPU µs/event: receivers / PostgreSQL / Redis',
     ],
     rows,
