@@ -46,28 +46,24 @@ export interface ClaimGroupsOptions {
  * of SQLSTATE class 22, 23 or 54) is claimed again key by key, so that one bad claim fails alone.
  */
 export function createClaimGroups(options: ClaimGroupsOptions) {
-  let waiting: Waiter[] = [];
+  /** The claims waiting for a statement, first come first (a Set: a timed-out one leaves in O(1)). */
+  const waiting = new Set<Waiter>();
   let inFlight = 0;
 
   /** Takes the next group off the queue: the first waiters with distinct keys, within the bounds. */
   function nextGroup(): Waiter[] {
     const group: Waiter[] = [];
-    const rest: Waiter[] = [];
     const keys = new Set<string>();
     let chars = 0;
     for (const waiter of waiting) {
+      if (group.length === CLAIMS_PER_STATEMENT) break;
       const size = waiter.request.payload.length;
-      const fits =
-        group.length === 0 || (group.length < CLAIMS_PER_STATEMENT && chars + size <= CLAIM_PAYLOAD_CHARS);
-      if (fits && !keys.has(waiter.key)) {
-        group.push(waiter);
-        keys.add(waiter.key);
-        chars += size;
-      } else {
-        rest.push(waiter);
-      }
+      if (keys.has(waiter.key) || (group.length > 0 && chars + size > CLAIM_PAYLOAD_CHARS)) continue;
+      group.push(waiter);
+      keys.add(waiter.key);
+      chars += size;
+      waiting.delete(waiter);
     }
-    waiting = rest;
     return group;
   }
 
@@ -92,7 +88,7 @@ export function createClaimGroups(options: ClaimGroupsOptions) {
   }
 
   function pump(): void {
-    while (inFlight < CLAIMS_IN_FLIGHT && waiting.length > 0) {
+    while (inFlight < CLAIMS_IN_FLIGHT && waiting.size > 0) {
       inFlight++;
       send(nextGroup()).finally(() => {
         inFlight--;
@@ -118,10 +114,10 @@ export function createClaimGroups(options: ClaimGroupsOptions) {
           },
         };
         const timer = setTimeout(() => {
-          waiting = waiting.filter((other) => other !== waiter);
+          waiting.delete(waiter);
           waiter.settle(new PostgresTimeoutError('claim', options.timeoutMs));
         }, options.timeoutMs);
-        waiting.push(waiter);
+        waiting.add(waiter);
         pump();
       });
     },

@@ -69,6 +69,19 @@ describe('claims in groups', () => {
     expect(again.every((result) => result.status === 'duplicate')).toBe(true);
   });
 
+  it('sends at most 1 MiB of payloads in one statement, and a larger payload alone', async () => {
+    const store = await instance(freshSchema());
+    const statements = countClaims(store);
+    const large = { ...request('a'), payload: JSON.stringify({ text: 'x'.repeat(600_000) }) };
+    const burst = keys(6);
+    // The first two take the statements in flight; each of the four after them goes alone.
+    const results = await Promise.all(burst.map((key, i) => store.claim(key, i < 2 ? request('a') : large)));
+    expect(results.every((result) => result.status === 'claimed')).toBe(true);
+    expect(statements()).toBe(6);
+    const stored = await store.get(burst[5] as string);
+    expect(stored?.payload).toBe(large.payload);
+  });
+
   it('gives each key one winner when copies come in one burst from many owners', async () => {
     const store = await instance(freshSchema());
     const burst = keys(20);
