@@ -27,6 +27,8 @@ export interface PendingClaim {
 }
 
 interface Waiter extends PendingClaim {
+  /** Whether its caller has its answer (a row, an error, or its timeout). */
+  settled: boolean;
   settle(error: unknown, row?: ClaimRow): void;
 }
 
@@ -73,7 +75,8 @@ export function createClaimGroups(options: ClaimGroupsOptions) {
       rows = await options.run(group);
     } catch (error) {
       if (group.length > 1 && isDataError(error)) {
-        for (const waiter of group) await send([waiter]);
+        // One by one, but not those whose callers have given up meanwhile.
+        for (const waiter of group) if (!waiter.settled) await send([waiter]);
         return;
       }
       for (const waiter of group) waiter.settle(error);
@@ -101,13 +104,13 @@ export function createClaimGroups(options: ClaimGroupsOptions) {
     /** Claims `key`: the row the claim statement left, or an error (a timeout included). */
     claim(key: string, request: ClaimRequest): Promise<ClaimRow> {
       return new Promise<ClaimRow>((resolve, reject) => {
-        let settled = false;
         const waiter: Waiter = {
           key,
           request,
+          settled: false,
           settle(error, row) {
-            if (settled) return;
-            settled = true;
+            if (waiter.settled) return;
+            waiter.settled = true;
             clearTimeout(timer);
             if (row) resolve(row);
             else reject(error);
