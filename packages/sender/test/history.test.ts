@@ -58,6 +58,7 @@ class Statements implements KyselyPlugin {
 interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
+  'Index Name'?: string;
   'Actual Rows'?: number;
   'Actual Loops'?: number;
   'Rows Removed by Filter'?: number;
@@ -65,11 +66,11 @@ interface PlanNode {
 }
 
 /** The scans of history tables in a plan, with the rows each read. */
-function scans(node: PlanNode, out: { table: string; type: string; read: number }[] = []) {
+function scans(node: PlanNode, out: { table: string; type: string; index?: string; read: number }[] = []) {
   if (node['Relation Name'] && HISTORY_TABLES.has(node['Relation Name'])) {
     const loops = node['Actual Loops'] ?? 1;
     const read = ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) * loops;
-    out.push({ table: node['Relation Name'], type: node['Node Type'], read });
+    out.push({ table: node['Relation Name'], type: node['Node Type'], index: node['Index Name'], read });
   }
   for (const child of node.Plans ?? []) scans(child, out);
   return out;
@@ -77,7 +78,7 @@ function scans(node: PlanNode, out: { table: string; type: string; read: number 
 
 /** Explains (and runs, rolled back) each statement that reads or writes a history table. */
 async function explainAll(db: Kysely<Schema>, statements: readonly CompiledQuery[]) {
-  const found: { sql: string; table: string; type: string; read: number }[] = [];
+  const found: { sql: string; table: string; type: string; index?: string; read: number }[] = [];
   for (const statement of statements) {
     const text = statement.sql.replace(PREPARE, '').trim();
     if (!/^(select|with|update|delete|insert)\b/i.test(text)) continue;
@@ -223,6 +224,15 @@ describe.each(testStorages())('a provider history on %s', { timeout: 300_000 }, 
     // The list, its first page and one further on.
     const first = await call('GET', '/events?limit=100');
     await call('GET', `/events?limit=100&after=${first.pagination.after}`);
+    // Another business's backlog: its URL down, 2,000 deliveries pending. The pending list of this
+    // business reads its own pending deliveries, never those.
+    await sql`with ep as (insert into webhook_endpoints (business_id, mode, url, created_at, updated_at)
+        select business_id, mode, 'https://down.example/backlog', now(), now() from events
+        where business_id <> ${seeded.businessId} limit 1 returning id, business_id, mode)
+      insert into deliveries (event_id, url, status, next_attempt_at, endpoint_id)
+      select e.id, 'https://down.example/backlog', 'pending', now() + interval '1 hour', ep.id
+      from ep join events e on e.business_id = ep.business_id and e.mode = ep.mode
+      cross join generate_series(1, 20) copy`.execute(db);
     // The rare statuses read their deliveries' events, not the business's events until a page
     // fills: no statement reads more events than there are such deliveries (failures are old, so a
     // walk of the newest events first reads many before the first).
@@ -239,6 +249,21 @@ describe.each(testStorages())('a provider history on %s', { timeout: 300_000 }, 
         .filter((scan) => scan.table === 'events')
         .map((scan) => scan.read);
       expect(Math.max(...reads), status).toBeLessThanOrEqual(rows[0]?.n as number);
+      if (status === 'pending') {
+        const { rows: own } = await sql<{ n: number }>`select count(*)::int as n from deliveries d
+          join events e on e.id = d.event_id
+          where d.status = 'pending' and e.business_id = ${seeded.businessId}`.execute(db);
+        // Each listed event's own deliveries are read for its status (deliveries_event); the
+        // pending deliveries read to find the events are this business's alone.
+        const found = (await explainAll(db, statements.seen.slice(from))).filter(
+          (scan) => scan.table === 'deliveries' && scan.index !== 'deliveries_event',
+        );
+        expect(found.length).toBeGreaterThan(0);
+        expect(own[0]?.n).toBeLessThan((rows[0]?.n as number) - 1000);
+        expect(Math.max(...found.map((scan) => scan.read)), 'deliveries read').toBeLessThanOrEqual(
+          own[0]?.n as number,
+        );
+      }
     }
     // No delivery to a webhook URL: the events the previous version wrote so were marked as the
     // migration went on, and the list reads those alone, the newest first.

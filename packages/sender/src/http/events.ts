@@ -1,20 +1,22 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { type Kysely, type RawBuilder, type SqlBool, sql } from 'kysely';
+import { type Kysely, type SqlBool, sql } from 'kysely';
 import { type Static, Type } from 'typebox';
 import type { Database } from '../db/database.js';
 import type { Mode, Schema } from '../db/schema.js';
-import { isWebhookUrl } from '../delivery/destination.js';
 import { endpointsTaking } from '../delivery/outbox.js';
 import { redeliverEvent, redeliverFailed } from '../delivery/redeliver.js';
+import {
+  DELIVERY_STATUSES,
+  type DeliveryStatus,
+  deliveryStatus,
+  hasDeliveryFor,
+} from '../delivery/sql/event-status.js';
 import { isHeld } from '../delivery/sql/held-deliveries.js';
 import { ApiError } from '../errors.js';
 import { UUID } from '../ids.js';
 import { isoMicros } from '../timestamps.js';
 import { idempotentWrite } from './idempotency.js';
 import { listPage, listSchema, microsColumn, PageQuery } from './pagination.js';
-
-const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'none'] as const;
-type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 const Timestamp = Type.String({ description: 'ISO 8601 UTC timestamp.' });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
@@ -106,39 +108,6 @@ const RedeliverSince = Type.Object(
   { additionalProperties: true, title: 'RedeliverSince' },
 );
 
-/** An event's delivery status, from its deliveries (see `delivery_status` in the schema). */
-// A listener's deliveries (`cli:<id>`, what a developer's machine did) are shown with the others
-// but never make an event failed or delivered.
-// One aggregate over the event's deliveries, looked up by event: three EXISTS became hashed
-// subplans, each a scan of every delivery (163 ms a page with 6,000,000 of them).
-const deliveryStatus = sql<DeliveryStatus>`(select case
-    when bool_or(d.status = 'pending') then 'pending'
-    when bool_or(d.status = 'failed' and d.superseded_by is null and ${isWebhookUrl('d.url')}) then 'failed'
-    when bool_or(${isWebhookUrl('d.url')}) then 'delivered'
-    else 'none' end
-  from deliveries d where d.event_id = events.id)`;
-
-/**
- * What every event of a rare status has, that a partial index holds, so that PostgreSQL reads
- * those events rather than walk the business's events until a page fills (the exact status is
- * still checked on each):
- * - `failed` and `none`: the event's marks (`failed_delivery`, `no_webhook`, kept by the statements
- *   that write deliveries), read through the partial indexes of the marked events in the list's
- *   order: a page reads its own events. Failures are old (a failure takes the 48 hours of
- *   retries): walking the business's events newest first took 2.7 s a page with 2,000,000 of
- *   them, and reading every business's failed deliveries 1.15 s; `none` walked all of them, past
- *   the statement timeout (503).
- * - `pending`: the events of the pending deliveries (deliveries_due), read once as an array
- *   (`= any(array(...))`), so as many as the deliveries in flight, every business's. A mark would
- *   cost a write of the event for each delivery made and delivered.
- * `delivered` fills a page at once.
- */
-const hasDeliveryFor: Partial<Record<DeliveryStatus, RawBuilder<SqlBool>>> = {
-  pending: sql`events.id = any(array(select d.event_id from deliveries d where d.status = 'pending'))`,
-  failed: sql`events.failed_delivery`,
-  none: sql`events.no_webhook`,
-};
-
 interface EventRow {
   id: string;
   type: string;
@@ -228,7 +197,7 @@ export const eventRoutes: FastifyPluginAsync<{ database: Database; retentionDays
       if (paymentId !== undefined) list = list.where('payment_id', '=', paymentId);
       if (createdAfter !== undefined) list = list.where('created_at', '>=', createdAfter);
       if (createdBefore !== undefined) list = list.where('created_at', '<', createdBefore);
-      const candidates = status === undefined ? undefined : hasDeliveryFor[status];
+      const candidates = status === undefined ? undefined : hasDeliveryFor(status, businessId, mode);
       if (candidates !== undefined) list = list.where(candidates);
       if (status !== undefined) list = list.where(sql<SqlBool>`${deliveryStatus} = ${status}`);
       const { rows, pagination } = await listPage(request.query, list);
