@@ -315,4 +315,33 @@ describe('payhook keys and payhook serve', { timeout: 300_000 }, () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+  it('stops gracefully on a SIGTERM sent the moment it says it listens, before its start is done', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'payhook-cli-early-stop-'));
+    const dataDir = join(dir, 'data');
+    await copyPgliteTemplate(dataDir);
+    const child = spawn(
+      process.execPath,
+      [bin, 'serve', '--port', '0', '--data-dir', dataDir, '--business-id', BIZ],
+      { env: cliEnv(ENV), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let sent = false;
+    // As a supervisor that stops what it just started: in the same turn as the line arrives, while
+    // serve still reads its keys and prints the receiver's settings.
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk;
+      if (!sent && out.includes('payhook sender listening on')) {
+        sent = true;
+        child.kill('SIGTERM');
+      }
+    });
+    try {
+      expect(await exitCode(child), out).toBe(0);
+      expect(sent).toBe(true);
+      expect(out).toContain('Shutting down');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -126,6 +126,9 @@ Examples:
       }
       return EXIT.ok;
     }
+    // Listened for from here: a stop that comes while the start finishes (its last lines printed,
+    // and a supervisor already sending SIGTERM) is a graceful stop, not the signal's default.
+    const stopped = untilStopped(format, io);
     try {
       if (firstStart) say(format, io, 'Database ready.');
       const madeKey = await ensureKey(database, config.apiKeys, businessId, format, io);
@@ -159,7 +162,7 @@ Examples:
           allowPrivateWebhooks: config.allowPrivateWebhooks,
         });
       }
-      await untilStopped(format, io);
+      await stopped;
       say(format, io, 'Shutting down: finishing the deliveries in flight...');
       await running.stop();
     } catch (error) {
