@@ -26,7 +26,11 @@
  * - `DELETE /webhook-endpoints/{id}` of an endpoint made for it, with BENCH_HISTORY_PENDING
  *   (default 500) pending deliveries;
  * - `POST /webhook-endpoints/{id}/recover` since 13 days ago on the big business's first endpoint,
- *   a fresh Idempotency-Key each time: the first queues the window's failures, the others none.
+ *   a fresh Idempotency-Key each time: the first queues the window's failures, the others none;
+ * - last, a backlog: BENCH_HISTORY_BACKLOG (default 200,000) pending deliveries of the big business
+ *   (its newest events, to an endpoint made for it: its URL down for hours), not due for an hour;
+ *   then `GET /events?delivery_status=pending` of a small business (its own API key), whose list
+ *   must not read another business's backlog.
  * An answer not as expected (a 503, a timeout) is counted with its error code, never fatal; the
  * sender's log is read for its 5xx answers and errors.
  */
@@ -60,11 +64,15 @@ const REPEAT = Number(process.env.BENCH_HISTORY_REPEAT ?? 5);
 const RATE = Number(process.env.BENCH_HISTORY_RATE ?? 200);
 const LATENCY_SECONDS = Number(process.env.BENCH_HISTORY_LATENCY_SECONDS ?? 15);
 const PENDING = Number(process.env.BENCH_HISTORY_PENDING ?? 500);
+const BACKLOG = Number(process.env.BENCH_HISTORY_BACKLOG ?? 200_000);
 const DAYS = 14;
 const STARTS = 3;
 const KEY = 'sk_test_bench_history';
 const BUSINESS = 'biz-bench-history';
 const auth = { authorization: `Bearer ${KEY}` };
+/** A small business of the seeded history (history-seed.ts names them so), and its key. */
+const SMALL = 'biz-hist-0001';
+const SMALL_KEY = 'sk_test_bench_history_small';
 const json = { ...auth, 'content-type': 'application/json' };
 
 /** One timed call: its time in ms, its status (0: no answer within 2 minutes) and its body. */
@@ -157,7 +165,7 @@ interface Context {
 /** Every call of the table on the database as it is: one side of the run. */
 async function side(name: 'empty' | 'history', ctx: Context) {
   const calls: Record<string, Summary> = {};
-  const env = { PAYHOOK_API_KEYS: `${KEY}:${BUSINESS}:test` };
+  const env = { PAYHOOK_API_KEYS: `${KEY}:${BUSINESS}:test,${SMALL_KEY}:${SMALL}:test` };
   const args = ['--database-url', ctx.databaseUrl];
   const starts: Sample[] = [];
   // The machine is shared: its load (1-minute average, on its cores) says how far to trust a side.
@@ -262,7 +270,13 @@ async function side(name: 'empty' | 'history', ctx: Context) {
       await drain(ctx.client);
     }
     calls.recover = summary(recovers, 202);
-    log(`${name}: done; recoveries queued ${queued.join(', ')}`);
+
+    const down = await makeEndpoint(`${ctx.origin}/hist/down-${name}`);
+    const backlog = await seedPending(ctx.client, down, BUSINESS, BACKLOG);
+    calls.pendingBacklog = await timed(
+      get('/events?delivery_status=pending', { authorization: `Bearer ${SMALL_KEY}` }),
+    );
+    log(`${name}: done; recoveries queued ${queued.join(', ')}; a backlog of ${backlog}`);
     load.push(loadavg()[0] as number);
     return { calls, latency, recovered: queued, eventsDeep: depth, load };
   } finally {
@@ -298,6 +312,10 @@ const ROWS: [key: string, call: string][] = [
   ['recover', 'POST /webhook-endpoints/{id}/recover since 13 days'],
   ['delete', `DELETE an endpoint with ${PENDING} pending deliveries`],
   ['metrics', 'GET /metrics'],
+  [
+    'pendingBacklog',
+    `GET /events?delivery_status=pending of a small business, another's ${BACKLOG} pending deliveries`,
+  ],
 ];
 
 async function main() {
