@@ -48,9 +48,11 @@ describe('the history benchmarks at a small size', { timeout: 300_000 }, () => {
       BENCH_HISTORY_REPEAT: '1',
       BENCH_HISTORY_LATENCY_SECONDS: '2',
       BENCH_HISTORY_PENDING: '20',
+      BENCH_HISTORY_BACKLOG: '200',
     });
     expect(r.seeded.rows.events).toBeGreaterThan(2500);
-    expect(r.calls).toHaveLength(14);
+    expect(r.calls).toHaveLength(15);
+    expect(r.calls.at(-1).call).toContain("another's 200 pending deliveries");
     for (const call of r.calls) {
       expect(call.empty.failed, `${call.call} (empty)`).toEqual({});
       expect(call.history.failed, `${call.call} (history)`).toEqual({});
