@@ -154,6 +154,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     try {
       const pglite = new PGlite(options.dataDir);
       await pglite.waitReady;
+      // A new WAL segment is made without writing its 16 MB of zeros first: on the sender's one
+      // thread, that write held the API and the worker for 6 to 47 ms each time, every few seconds
+      // at a few hundred sessions a second until recycled segments take over (docs/decisions.md,
+      // "PGlite keeps up").
+      await pglite.exec('set wal_init_zero = off');
       if (!secretKeys) ({ keys: secretKeys, file: secretKeyFile } = await dataDirSecretKeys(options.dataDir));
       // One process holds the directory: the wake-ups of its commits are all there is.
       wake = createWakeSignal();
