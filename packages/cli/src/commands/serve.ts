@@ -119,7 +119,7 @@ Examples:
       try {
         const one = await startOne(config, database, format, io);
         reportListening(one.url);
-        await Promise.race([primaryStops, untilStopped(format, io)]);
+        await Promise.race([primaryStops, untilStopped(format, io).stopped]);
         await one.stop();
       } finally {
         await database.close();
@@ -128,7 +128,7 @@ Examples:
     }
     // Listened for from here: a stop that comes while the start finishes (its last lines printed,
     // and a supervisor already sending SIGTERM) is a graceful stop, not the signal's default.
-    const stopped = untilStopped(format, io);
+    const stop = untilStopped(format, io);
     try {
       if (firstStart) say(format, io, 'Database ready.');
       const madeKey = await ensureKey(database, config.apiKeys, businessId, format, io);
@@ -162,10 +162,12 @@ Examples:
           allowPrivateWebhooks: config.allowPrivateWebhooks,
         });
       }
-      await stopped;
+      await stop.stopped;
       say(format, io, 'Shutting down: finishing the deliveries in flight...');
       await running.stop();
     } catch (error) {
+      // The start failed: a stop while the storage closes is the signal's default again.
+      stop.dispose();
       // Taken between the check and the sender's own listen.
       if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') throw portInUse(config.host, config.port);
       throw error;
@@ -238,12 +240,17 @@ const portInUse = (host: string, port: number) =>
 /**
  * Resolves on the first SIGINT (Ctrl-C) or SIGTERM, so that the caller shuts down gracefully. A
  * second one while it does stops the process at once (130 or 143, as a shell reports a signal):
- * the deliveries in flight are then sent again once their lease runs out.
+ * the deliveries in flight are then sent again once their lease runs out. `dispose` gives the
+ * signals back their default (a start that failed: nothing is left to stop gracefully).
  */
-function untilStopped(format: LogFormat, io: Parameters<Command['run']>[1]): Promise<void> {
-  return new Promise((resolve) => {
+function untilStopped(
+  format: LogFormat,
+  io: Parameters<Command['run']>[1],
+): { stopped: Promise<void>; dispose(): void } {
+  let onSignal: (signal: NodeJS.Signals) => void = () => {};
+  const stopped = new Promise<void>((resolve) => {
     let stopping = false;
-    const onSignal = (signal: NodeJS.Signals) => {
+    onSignal = (signal) => {
       if (!stopping) {
         stopping = true;
         resolve();
@@ -255,6 +262,13 @@ function untilStopped(format: LogFormat, io: Parameters<Command['run']>[1]): Pro
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
   });
+  return {
+    stopped,
+    dispose() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
 }
 
 /**
