@@ -3,12 +3,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
 import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migrationProvider } from '../src/db/migrations.js';
 import { pgliteDialect } from '../src/db/pglite-pool.js';
+import { PGliteThread } from '../src/db/pglite-thread.js';
 import type { Schema } from '../src/db/schema.js';
 import { openDatabase } from '../src/index.js';
 import { dropSchema, TEST_DATABASE_URL } from './fixtures/storage.js';
@@ -57,8 +57,7 @@ describe('migration 0012 on a database of the previous schema', { timeout: 120_0
     const dir = await mkdtemp(join(tmpdir(), 'payhook-migrate-'));
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
     const dataDir = join(dir, 'data');
-    const pglite = new PGlite(dataDir);
-    await pglite.waitReady;
+    const pglite = await PGliteThread.open(dataDir);
     const old = new Kysely<Schema>({ dialect: pgliteDialect(pglite) });
     const { error } = await new Migrator({ db: old, provider: migrationProvider }).migrateTo(PREVIOUS);
     expect(error).toBeUndefined();

@@ -3,7 +3,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
 import {
   CompiledQuery,
   Kysely,
@@ -19,6 +18,7 @@ import { PREPARE } from '../src/db/database.js';
 import { migrationProvider } from '../src/db/migrations.js';
 import { ONLINE_INDEXES } from '../src/db/online-indexes.js';
 import { pgliteDialect } from '../src/db/pglite-pool.js';
+import { PGliteThread } from '../src/db/pglite-thread.js';
 import type { Schema } from '../src/db/schema.js';
 import { buildApp, type Database, expireSessions, loadConfig, openDatabase } from '../src/index.js';
 import { type AttemptRecord, recordAttemptsStatement } from '../src/internal.js';
@@ -131,8 +131,7 @@ describe.each(testStorages())('a provider history on %s', { timeout: 300_000 }, 
     if (storage === 'pglite') {
       const dir = await mkdtemp(join(tmpdir(), 'payhook-history-'));
       cleanups.push(() => rm(dir, { recursive: true, force: true }));
-      const pglite = new PGlite(join(dir, 'data'));
-      await pglite.waitReady;
+      const pglite = await PGliteThread.open(join(dir, 'data'));
       old = new Kysely<Schema>({ dialect: pgliteDialect(pglite) });
       open = async () => {
         if (!pglite.closed) await pglite.close();

@@ -7,11 +7,12 @@ import { enqueueDeliveries } from '../src/internal.js';
 import { type CountingReceiver, startCountingReceiver } from './fixtures/counting-receiver.js';
 import { openTestDatabase } from './fixtures/storage.js';
 
-// On PGlite one thread runs the API, the worker's claims and the database, and a claim costs it
-// about as much as the session that woke it: rows committed one after another, each waking the
-// worker, are claimed together (PGLITE_WAKE_WINDOW_MS), not one claim each. A claim sets its rows'
-// next_attempt_at to its lease end, which a delivered row keeps: the distinct values among the
-// delivered rows are the claims that took them.
+// On PGlite, rows committed one after another, each waking the worker, are claimed together, not
+// one claim each: the wake-ups of new rows share a window (PGLITE_WAKE_WINDOW_MS, whose own timing
+// wake.test.ts checks), and the statements queue on PGlite's thread behind the ones sent before
+// them, so a claim finds the rows committed meanwhile. A claim sets its rows' next_attempt_at to
+// its lease end, which a delivered row keeps: the distinct values among the delivered rows are the
+// claims that took them.
 
 describe('new rows on PGlite', { timeout: 60_000 }, () => {
   let database: Database;
@@ -51,7 +52,15 @@ describe('new rows on PGlite', { timeout: 60_000 }, () => {
           })),
         )
         .execute();
-      for (const eventId of events) await enqueueDeliveries(database.db, [{ eventId, url }]);
+      // Each its own statement and commit, sent a turn of the event loop after the previous one
+      // without waiting for its answer: commits a fraction of a millisecond apart, each answer
+      // waking the worker as it comes.
+      const writes: Promise<unknown>[] = [];
+      for (const eventId of events) {
+        writes.push(enqueueDeliveries(database.db, [{ eventId, url }]));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await Promise.all(writes);
 
       const delivered = async () => {
         const { rows } = await sql<{ n: number; claims: number }>`

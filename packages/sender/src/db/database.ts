@@ -1,5 +1,4 @@
 import { mkdir } from 'node:fs/promises';
-import { PGlite } from '@electric-sql/pglite';
 import { Kysely, Migrator, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { ALWAYS_UP, createDatabaseHealth, type DatabaseHealth } from './health.js';
@@ -7,6 +6,7 @@ import { lockDataDir } from './lock.js';
 import { migrationProvider } from './migrations.js';
 import { buildOnlineIndexes } from './online-indexes.js';
 import { type PGliteDialect, pgliteDialect } from './pglite-pool.js';
+import { PGliteThread } from './pglite-thread.js';
 import {
   createPool,
   DEFAULT_TIMEOUTS,
@@ -151,28 +151,36 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   if ('dataDir' in options) {
     await mkdir(options.dataDir, { recursive: true });
     release = await lockDataDir(options.dataDir);
+    let pglite: PGliteThread | undefined;
     try {
-      const pglite = new PGlite(options.dataDir);
-      await pglite.waitReady;
-      // A new WAL segment is made without writing its 16 MB of zeros first: on the sender's one
-      // thread, that write held the API and the worker for 6 to 47 ms each time, every few seconds
-      // at a few hundred sessions a second until recycled segments take over (docs/decisions.md,
-      // "PGlite keeps up").
+      // On a thread of its own: the WASM database and the API's and worker's JavaScript take a
+      // core each (docs/decisions.md, "PGlite runs on a thread of its own").
+      pglite = await PGliteThread.open(options.dataDir);
+      // A new WAL segment is made without writing its 16 MB of zeros first: that write held
+      // PGlite's thread for 6 to 47 ms each time, every few seconds at a few hundred sessions a
+      // second until recycled segments take over (docs/decisions.md, "PGlite keeps up").
       await pglite.exec('set wal_init_zero = off');
       if (!secretKeys) ({ keys: secretKeys, file: secretKeyFile } = await dataDirSecretKeys(options.dataDir));
       // One process holds the directory: the wake-ups of its commits are all there is.
       wake = createWakeSignal();
       pgliteSession = pgliteDialect(pglite, wake);
       db = new Kysely<Schema>({ dialect: pgliteSession, plugins: [secrets] });
+      const session = pglite;
+      const sessionDb = db;
       listen = async (channel, onNotify) => {
         const local = channel === WAKE_CHANNEL ? wake.subscribe(onNotify) : () => {};
-        const unsubscribe = await pglite.listen(channel, () => onNotify());
+        const notified = session.onNotification(channel, () => onNotify());
+        const name = sql.id(channel);
+        // In the session's turn: sent among a transaction's statements, a LISTEN would be its.
+        await sql`listen ${name}`.execute(sessionDb);
         return async () => {
           local();
-          if (!pglite.closed) await unsubscribe();
+          notified();
+          if (!session.closed) await sql`unlisten ${name}`.execute(sessionDb);
         };
       };
     } catch (error) {
+      await pglite?.close();
       await release();
       throw error;
     }
