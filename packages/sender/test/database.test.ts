@@ -234,7 +234,8 @@ describe.each(['postgres', 'pglite'] as const)('the delivery worker statements o
       expect(recordPlan).not.toMatch(/Seq Scan on deliveries|Hash Join|Merge Join/);
       // No LLVM compilation of a statement whose only plan includes a disabled step.
       expect((await database.delivery((wdb) => sql`show jit`.execute(wdb))).rows).toEqual([{ jit: 'off' }]);
-      // On PGlite the settings were local to the worker's transaction; the API's session keeps its own.
+      // On PGlite the settings are set around each worker statement and reset after it; the API's
+      // statements on the same session keep their own.
       expect((await sql<{ enable_seqscan: string }>`show enable_seqscan`.execute(db)).rows).toEqual([
         { enable_seqscan: 'on' },
       ]);

@@ -6,9 +6,9 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../src/index.js';
 
-// PGlite runs on the sender's one thread: a new WAL segment filled with 16 MB of zeros before its
-// first record held the API and the worker for 6 to 47 ms, every few seconds of writes until
-// checkpoints recycle old segments. The sender's PGlite makes new segments without that write:
+// PGlite runs every statement on one thread: a new WAL segment filled with 16 MB of zeros before
+// its first record held it for 6 to 47 ms, every few seconds of writes until checkpoints recycle
+// old segments. The sender's PGlite makes new segments without that write:
 // the file is sized, and its blocks are written as the records come.
 
 describe('new WAL segments on PGlite', { timeout: 60_000 }, () => {

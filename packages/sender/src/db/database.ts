@@ -5,7 +5,7 @@ import { ALWAYS_UP, createDatabaseHealth, type DatabaseHealth } from './health.j
 import { lockDataDir } from './lock.js';
 import { migrationProvider } from './migrations.js';
 import { buildOnlineIndexes } from './online-indexes.js';
-import { type PGliteDialect, pgliteDialect } from './pglite-pool.js';
+import { pgliteDialect } from './pglite-pool.js';
 import { PGliteThread } from './pglite-thread.js';
 import {
   createPool,
@@ -53,8 +53,8 @@ export interface Database {
    * their own, whose commits also do not wait for the WAL to reach the disk (`synchronous_commit =
    * off`): a claim or an attempt record lost in a server crash only means the delivery is sent
    * again, which at-least-once delivery allows, and the worker's throughput no longer waits on the
-   * disk. The API's writes stay on `db`, fully durable. On PGlite, in a transaction of `db` that
-   * sets the planner settings for itself alone.
+   * disk. The API's writes stay on `db`, fully durable. On PGlite, on the session of `db`, each
+   * statement with the planner settings set before it and reset after it, in the same message.
    *
    * @example
    * ```ts
@@ -110,11 +110,6 @@ export const WORKER_PLANNER = {
   jit: 'off',
 } as const;
 
-/** {@link WORKER_PLANNER} for the rest of the current transaction only (PGlite's one session). */
-const SET_WORKER_PLANNER_LOCALLY = Object.entries(WORKER_PLANNER)
-  .map(([name, value]) => `set local ${name} = ${value}`)
-  .join('; ');
-
 /**
  * Opens the sender's database and applies pending migrations: PGlite in `dataDir` (locked by
  * this process; a lock left by a killed process is taken over), or PostgreSQL at `url`.
@@ -135,7 +130,6 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let health = ALWAYS_UP;
   /** Wakes the delivery workers once deliveries are committed (`./wake.ts`). */
   let wake: WakeSignal;
-  let pgliteSession: PGliteDialect | undefined;
   /** The migrations run without the statement timeout: one may rewrite a large table. */
   let migrationDb: Kysely<Schema> | undefined;
   /** Carries the sealing key on every Kysely instance of this database (`./sealed-secrets.ts`). */
@@ -163,20 +157,22 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       if (!secretKeys) ({ keys: secretKeys, file: secretKeyFile } = await dataDirSecretKeys(options.dataDir));
       // One process holds the directory: the wake-ups of its commits are all there is.
       wake = createWakeSignal();
-      pgliteSession = pgliteDialect(pglite, wake);
-      db = new Kysely<Schema>({ dialect: pgliteSession, plugins: [secrets] });
-      const session = pglite;
+      const session = pgliteDialect(pglite, wake);
+      db = new Kysely<Schema>({ dialect: session, plugins: [secrets] });
+      // The worker's statements, each with the planner settings around it in its own message.
+      deliveryDb = new Kysely<Schema>({ dialect: session.withSettings(WORKER_PLANNER), plugins: [secrets] });
+      const thread = pglite;
       const sessionDb = db;
       listen = async (channel, onNotify) => {
         const local = channel === WAKE_CHANNEL ? wake.subscribe(onNotify) : () => {};
-        const notified = session.onNotification(channel, () => onNotify());
+        const notified = thread.onNotification(channel, () => onNotify());
         const name = sql.id(channel);
         // In the session's turn: sent among a transaction's statements, a LISTEN would be its.
         await sql`listen ${name}`.execute(sessionDb);
         return async () => {
           local();
           notified();
-          if (!session.closed) await sql`unlisten ${name}`.execute(sessionDb);
+          if (!thread.closed) await sql`unlisten ${name}`.execute(sessionDb);
         };
       };
     } catch (error) {
@@ -287,18 +283,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   } finally {
     await migrationDb?.destroy();
   }
-  const workerDb = deliveryDb;
+  const workerDb = deliveryDb ?? db;
   return {
     db,
-    delivery: workerDb
-      ? (fn) => fn(workerDb)
-      : (fn) =>
-          db.transaction().execute(async (tx) => {
-            // With the transaction's begin, in the same call, when it can be.
-            if (!pgliteSession?.beginWith(SET_WORKER_PLANNER_LOCALLY))
-              await sql.raw(SET_WORKER_PLANNER_LOCALLY).execute(tx);
-            return fn(tx);
-          }),
+    delivery: (fn) => fn(workerDb),
     kind,
     secretKeyFile,
     health,

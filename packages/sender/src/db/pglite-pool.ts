@@ -28,27 +28,43 @@ const MAX_PREPARED = 32;
  * its transaction's pending `begin` in one message (docs/decisions.md, "PGlite keeps up").
  */
 export function pgliteDialect(db: PGliteThread, wake?: WakeSignal): PGliteDialect {
-  let driver: PGliteDriver | undefined;
-  return {
-    beginWith: (settings) => driver?.beginWith(settings) ?? false,
+  const session = new PGliteSession(db, wake);
+  const view = (settings?: Record<string, string>): Dialect => ({
     createAdapter: () => new PostgresAdapter(),
-    createDriver: () => {
-      driver = new PGliteDriver(db, wake);
-      return driver;
-    },
+    createDriver: () => new PGliteDriver(session, settings && statementSettings(settings)),
     createIntrospector: (kysely: Kysely<unknown>) => new PostgresIntrospector(kysely),
     createQueryCompiler: () => new PostgresQueryCompiler(),
-  };
+  });
+  return { ...view(), withSettings: view };
 }
 
-/** The PGlite dialect, and a way to send settings with a transaction's `begin`. */
+/** The PGlite dialect, and views of the same session with settings of their own. */
 export interface PGliteDialect extends Dialect {
   /**
-   * Sends `settings` (`set local ...` statements) with the `begin` of the transaction that holds
-   * the connection now, if that `begin` is still pending (no statement has run in it): no message
-   * of their own. False when it cannot, and the caller runs them itself.
+   * A dialect over the same session (the same turns, one connection) whose every statement runs
+   * with `settings` (`name: value`): set before it and reset after it, in the statement's own
+   * message, so no other user's statement runs under them. Each statement commits on its own, as
+   * on a PostgreSQL pool with the settings as connection options.
    */
-  beginWith(settings: string): boolean;
+  withSettings(settings: Record<string, string>): Dialect;
+}
+
+/** The messages around a statement run with settings of its own. */
+interface StatementSettings {
+  set: Uint8Array;
+  reset: Uint8Array;
+}
+
+function statementSettings(settings: Record<string, string>): StatementSettings {
+  const names = Object.keys(settings);
+  for (const name of names)
+    if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new TypeError(`Invalid setting name: ${name}`);
+  return {
+    set: protocol.serialize.query(
+      names.map((name) => `set ${name} = '${String(settings[name]).replaceAll("'", "''")}'`).join('; '),
+    ),
+    reset: protocol.serialize.query(names.map((name) => `reset ${name}`).join('; ')),
+  };
 }
 
 /** One user's turn with the session, from `acquireConnection` to its last message sent. */
@@ -60,15 +76,14 @@ class Turn implements DatabaseConnection {
    * (a transaction of one statement and its commit is two messages to PGlite's thread, not three).
    */
   beginPending = false;
-  /** The text of the pending `begin`, with the settings given to `beginWith`. */
-  beginText = 'begin';
   /** A statement of the transaction wrote due deliveries: wake the workers once it commits. */
   marked = false;
   /** Whether this turn still holds the session (until its last message is sent). */
   private held = true;
 
   constructor(
-    private readonly driver: PGliteDriver,
+    private readonly session: PGliteSession,
+    private readonly settings: StatementSettings | undefined,
     private releaseTurn: () => void,
   ) {}
 
@@ -82,7 +97,7 @@ class Turn implements DatabaseConnection {
   /** Takes the session again, for a statement after a first outside a transaction (`db.connection()`). */
   private async hold(): Promise<void> {
     if (this.held) return;
-    this.releaseTurn = await this.driver.nextTurn();
+    this.releaseTurn = await this.session.nextTurn();
     this.held = true;
   }
 
@@ -93,13 +108,13 @@ class Turn implements DatabaseConnection {
     const sent = inTransaction ? () => {} : () => this.release();
     let result: Results<R>;
     try {
-      result = await this.driver.run<R>(this, query.sql, query.parameters as unknown[], sent);
+      result = await this.session.run<R>(this, query.sql, query.parameters as unknown[], this.settings, sent);
     } finally {
       sent();
     }
     if (marksWake(result.rows)) {
       if (inTransaction) this.marked = true;
-      else this.driver.wake?.fire();
+      else this.session.wake?.fire();
     }
     const affected = result.affectedRows ?? 0;
     return {
@@ -112,12 +127,10 @@ class Turn implements DatabaseConnection {
     throw new Error('Streaming is not supported on PGlite.');
   }
 
-  /** The pending `begin`'s text, taken: the transaction is begun by whoever sends it. */
+  /** Takes the pending `begin`: the transaction is begun by whoever sends it. */
   takeBegin(): string {
-    const text = this.beginText;
     this.beginPending = false;
-    this.beginText = 'begin';
-    return text;
+    return 'begin';
   }
 
   /** Ends the transaction: sends `commit` or `rollback`, gives up the turn, then waits for the answer. */
@@ -131,17 +144,16 @@ class Turn implements DatabaseConnection {
       this.release();
       return;
     }
-    const answer = this.driver.send(protocol.serialize.query(text));
+    const answer = this.session.send(protocol.serialize.query(text));
     this.release();
     await answer;
-    if (wake) this.driver.wake?.fire();
+    if (wake) this.session.wake?.fire();
   }
 }
 
-class PGliteDriver implements Driver {
+/** The one PGlite session: its turns, its named statements, and the wake-ups of its commits. */
+class PGliteSession {
   private tail: Promise<void> = Promise.resolve();
-  /** The turn that holds the session now (for `beginWith`). */
-  private current: Turn | undefined;
   /** The named statements of this session: their names and parameter types, by text. */
   private readonly prepared = new Map<string, { name: string; types: number[] }>();
 
@@ -151,7 +163,11 @@ class PGliteDriver implements Driver {
     readonly wake?: WakeSignal,
   ) {}
 
-  async init(): Promise<void> {}
+  /** Closes PGlite once every turn taken so far has sent its messages (they are answered first). */
+  async close(): Promise<void> {
+    (await this.nextTurn())();
+    await this.db.close();
+  }
 
   /** Waits for the session; resolves with the function that gives it to the next user. */
   async nextTurn(): Promise<() => void> {
@@ -164,24 +180,6 @@ class PGliteDriver implements Driver {
     return release;
   }
 
-  async acquireConnection(): Promise<DatabaseConnection> {
-    const release = await this.nextTurn();
-    const turn: Turn = new Turn(this, () => {
-      if (this.current === turn) this.current = undefined;
-      release();
-    });
-    this.current = turn;
-    return turn;
-  }
-
-  /** See {@link PGliteDialect.beginWith}. */
-  beginWith(settings: string): boolean {
-    const turn = this.current;
-    if (!turn?.beginPending) return false;
-    turn.beginText = `begin; ${settings}`;
-    return true;
-  }
-
   /** Sends a batch of protocol messages (with the turn's pending `begin` before it, if any). */
   send(bytes: Uint8Array, turn?: Turn): Promise<{ messages: BackendMessage[] }> {
     return this.db.execProtocol(
@@ -192,28 +190,40 @@ class PGliteDriver implements Driver {
   /**
    * Runs one statement for `turn`: a marked one as a named prepared statement (prepared on its
    * first run, then bound and run), any other as the unnamed statement, described first for its
-   * parameters' types. `sent` is called once the statement's last message is sent.
+   * parameters' types; with `settings`, between their set and reset. `sent` is called once the
+   * statement's last message is sent.
    */
   async run<R>(
     turn: Turn,
     text: string,
     parameters: readonly unknown[],
+    settings: StatementSettings | undefined,
     sent: () => void,
   ): Promise<Results<R>> {
     const { serialize } = protocol;
     const named =
       text.startsWith(PREPARED_MARK) && (this.prepared.has(text) || this.prepared.size < MAX_PREPARED);
     let statement = named ? this.prepared.get(text) : undefined;
+    // A simple query drops the unnamed statement: for it, the settings go before its parse.
+    const setFirst = settings !== undefined && !named;
     if (statement === undefined) {
       const name = named ? `payhook_${this.prepared.size + 1}` : '';
-      const { messages } = await this.send(
-        concat(
-          serialize.parse({ name, text, types: [] }),
-          serialize.describe({ type: 'S', name }),
-          serialize.sync(),
-        ),
-        turn,
-      );
+      let messages: BackendMessage[];
+      try {
+        ({ messages } = await this.send(
+          concat(
+            setFirst ? settings.set : new Uint8Array(),
+            serialize.parse({ name, text, types: [] }),
+            serialize.describe({ type: 'S', name }),
+            serialize.sync(),
+          ),
+          turn,
+        ));
+      } catch (error) {
+        // A copy: what is sent is handed to the thread.
+        if (setFirst) void this.send(settings.reset.slice()).catch(() => {});
+        throw error;
+      }
       const description = messages.find((m) => m.name === 'parameterDescription') as
         | { dataTypeIDs: number[] }
         | undefined;
@@ -226,19 +236,51 @@ class PGliteDriver implements Driver {
       const serializer = this.db.serializers[types[i] as number];
       return serializer ? serializer(value) : String(value);
     });
+    // The answers of what comes before the statement (a pending begin, the settings) each end
+    // with a ready-for-query: the statement's own answers are those after them.
+    const setHere = settings !== undefined && !setFirst;
+    const before = (turn.beginPending ? 1 : 0) + (setHere ? 1 : 0);
     const answer = this.send(
       concat(
+        setHere ? settings.set : new Uint8Array(),
         serialize.bind({ statement: statement.name, values }),
         serialize.describe({ type: 'P' }),
         serialize.execute({}),
         serialize.sync(),
+        settings?.reset ?? new Uint8Array(),
       ),
       turn,
     );
     sent();
     const { messages } = await answer;
-    // A begin's own answers (its command, ready for query) come first: the statement's last.
-    return parse.parseResults(messages, this.db.parsers).at(-1) as Results<R>;
+    return parse.parseResults(answerOf(messages, before), this.db.parsers).at(-1) as Results<R>;
+  }
+}
+
+/**
+ * The messages of one exchange of a batch: the one after the first `skip` (each exchange ends with
+ * a ready-for-query), without those after it (settings reset).
+ */
+function answerOf(messages: BackendMessage[], skip: number): BackendMessage[] {
+  let start = 0;
+  let seen = 0;
+  while (start < messages.length && seen < skip) if (messages[start++]?.name === 'readyForQuery') seen++;
+  let end = start;
+  while (end < messages.length && messages[end]?.name !== 'readyForQuery') end++;
+  return messages.slice(start, end + 1);
+}
+
+class PGliteDriver implements Driver {
+  constructor(
+    private readonly session: PGliteSession,
+    /** Set around each statement of this driver (see {@link PGliteDialect.withSettings}). */
+    private readonly settings?: StatementSettings,
+  ) {}
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return new Turn(this.session, this.settings, await this.session.nextTurn());
   }
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
@@ -260,7 +302,8 @@ class PGliteDriver implements Driver {
     (connection as Turn).release();
   }
 
+  /** Closes PGlite; a view with settings of its own leaves that to the session's own dialect. */
   async destroy(): Promise<void> {
-    await this.db.close();
+    if (!this.settings) await this.session.close();
   }
 }

@@ -50,11 +50,11 @@ export class PGliteThread {
       if (message.type !== 'result' && message.type !== 'error' && message.type !== 'closed') return;
       const call = this.pending.get(message.id);
       this.pending.delete(message.id);
-      if (message.type === 'error') call?.reject(this.fail(message.message));
+      if (message.type === 'error') call?.reject(this.fail(`PGlite failed: ${message.message}`));
       else call?.resolve(message.type === 'result' ? message.data : new Uint8Array());
     });
-    worker.on('error', (error) => this.fail(error.message));
-    worker.on('exit', (code) => this.fail(`the PGlite thread exited (code ${code})`));
+    worker.on('error', (error) => this.fail(`PGlite failed: ${error.message}`));
+    worker.on('exit', (code) => this.fail(`PGlite failed: its thread exited (code ${code})`));
   }
 
   /**
@@ -94,7 +94,7 @@ export class PGliteThread {
   /** Marks the session lost: every call under way and to come fails with this error. */
   private fail(reason: string): PGliteThreadError {
     if (!this.failure) {
-      this.failure = new PGliteThreadError(this.#closed ? 'PGlite is closed' : `PGlite failed: ${reason}`);
+      this.failure = new PGliteThreadError(reason);
       this.#closed = true;
       for (const call of this.pending.values()) call.reject(this.failure);
       this.pending.clear();
@@ -170,14 +170,16 @@ export class PGliteThread {
     for (const callback of this.listeners.get(channel) ?? []) queueMicrotask(() => callback(payload));
   }
 
-  /** Closes PGlite (its files are consistent after) and ends the thread. */
+  /**
+   * Closes PGlite (its files are consistent after) and ends the thread. What was sent before is
+   * answered first; a call made after fails with {@link PGliteThreadError}.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     try {
       await this.send(new Uint8Array(), true);
     } finally {
-      this.#closed = true;
-      this.failure ??= new PGliteThreadError('PGlite is closed');
+      this.fail('PGlite is closed');
       await this.worker.terminate();
     }
   }

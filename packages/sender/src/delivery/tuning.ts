@@ -29,7 +29,7 @@ export const PACING_LIMIT = 1024;
 
 /**
  * On PGlite, the window of new rows' wake-ups, in ms (`windowed` in db/wake.ts): the first wakes at
- * once, those within the window share one claim at its end. A claim costs the sender's one thread
+ * once, those within the window share one claim at its end. A claim costs PGlite's one thread
  * about a millisecond, as much as the session that woke it.
  */
 export const PGLITE_WAKE_WINDOW_MS = 4;

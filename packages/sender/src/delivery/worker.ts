@@ -98,8 +98,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     pacing: () => mode === 'running',
   });
   const pump = serialPasses(fill, () => !claiming);
-  // On PGlite, whose one thread runs the API, the claims and the database, new rows committed
-  // faster than a few ms apart share claims rather than each paying for its own.
+  // On PGlite, whose one thread runs every statement, new rows committed faster than a few ms
+  // apart share claims rather than each paying for its own.
   const newRows = windowed(wakeToLook, PGLITE_WAKE_WINDOW_MS);
   /** Gives back, after a failure, the claims this worker made and does not hold (`orphan-sweeps.ts`). */
   const orphans = createOrphanSweeps({ release: () => claimer.releaseOrphans(now()), wake, log });

@@ -1,0 +1,165 @@
+// @module-tag pglite
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kysely, sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pgliteDialect } from '../src/db/pglite-pool.js';
+import { PGliteThread, PGliteThreadError } from '../src/db/pglite-thread.js';
+import { PREPARE } from '../src/db/postgres.js';
+import { createWakeSignal } from '../src/db/wake.js';
+
+// PGlite runs on a worker thread of its own, and the driver gives its one session to the next user
+// as soon as a turn's last message is sent, not when the answer is read. These tests run the real
+// thread: that the order sent is the order run, that errors and notifications come back as from a
+// server, that settings set around a statement never outlive it, and that a closed or failed
+// thread fails its callers rather than leaving them waiting.
+
+describe('PGlite on its own thread', { timeout: 60_000 }, () => {
+  let dir: string;
+  let thread: PGliteThread;
+  let db: Kysely<Record<string, never>>;
+  let planned: Kysely<Record<string, never>>;
+  const wake = createWakeSignal();
+  let woken = 0;
+  wake.subscribe(() => woken++);
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-thread-'));
+    thread = await PGliteThread.open(join(dir, 'data'));
+    const dialect = pgliteDialect(thread, wake);
+    db = new Kysely({ dialect });
+    planned = new Kysely({ dialect: dialect.withSettings({ enable_seqscan: 'off', jit: 'off' }) });
+    await sql`create table t (id int primary key, tags text[] not null default '{}')`.execute(db);
+  }, 60_000);
+  afterAll(async () => {
+    await planned?.destroy();
+    await db?.destroy();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('runs statements and transactions in the order they were sent, each seeing the ones before', async () => {
+    // None waits for the one before it: every turn is given up once its last message is sent.
+    const work = Array.from({ length: 50 }, (_, i) =>
+      i % 2 === 0
+        ? sql`insert into t (id) values (${i})`.execute(db)
+        : db.transaction().execute(async (tx) => {
+            await sql`insert into t (id) values (${i})`.execute(tx);
+            return (await sql<{ n: number }>`select count(*)::int as n from t`.execute(tx)).rows[0]?.n;
+          }),
+    );
+    const results = await Promise.all(work);
+    // The transaction at i counts the rows of every statement sent before it, and its own.
+    results.forEach((result, i) => {
+      if (i % 2 === 1) expect(result).toBe(i + 1);
+    });
+  });
+
+  it('answers a database error with its code, and the session carries on', async () => {
+    const duplicate = sql`insert into t (id) values (0)`.execute(db);
+    const next = sql<{ n: number }>`select count(*)::int as n from t`.execute(db);
+    await expect(duplicate).rejects.toMatchObject({ code: '23505' });
+    expect((await next).rows).toEqual([{ n: 50 }]);
+    // A transaction that fails midway is rolled back, and the next one starts clean.
+    await expect(
+      db.transaction().execute(async (tx) => {
+        await sql`insert into t (id) values (1000)`.execute(tx);
+        await sql`select 1 / 0`.execute(tx);
+      }),
+    ).rejects.toMatchObject({ code: '22012' });
+    expect((await sql`select id from t where id = 1000`.execute(db)).rows).toEqual([]);
+  });
+
+  it('sends and reads arrays, and runs marked statements as named ones', async () => {
+    const tags = ['a', 'b,c', 'd"e', ''];
+    await sql`update t set tags = ${tags} where id = 2`.execute(db);
+    const named = sql<{ tags: string[] }>`${sql.raw(PREPARE)}select tags from t where id = ${2}`;
+    expect((await named.execute(db)).rows).toEqual([{ tags }]);
+    expect((await named.execute(db)).rows).toEqual([{ tags }]);
+    const ids = await sql<{
+      ids: number[];
+    }>`select array_agg(id order by id) as ids from t where id = any(${[2, 4]})`.execute(db);
+    expect(ids.rows).toEqual([{ ids: [2, 4] }]);
+  });
+
+  it("sets a view's settings around each of its statements only, even when the statement fails", async () => {
+    const seqscan = async () =>
+      (await sql<{ v: string }>`select current_setting('enable_seqscan') as v`.execute(db)).rows;
+    expect(
+      (await sql<{ v: string }>`select current_setting('enable_seqscan') as v`.execute(planned)).rows,
+    ).toEqual([{ v: 'off' }]);
+    expect(await seqscan()).toEqual([{ v: 'on' }]);
+    // Failing at its parse (unnamed), at its run (unnamed), and at its run (named).
+    await expect(sql`select no_such_column from t`.execute(planned)).rejects.toMatchObject({ code: '42703' });
+    expect(await seqscan()).toEqual([{ v: 'on' }]);
+    await expect(sql`select 1 / 0`.execute(planned)).rejects.toMatchObject({ code: '22012' });
+    expect(await seqscan()).toEqual([{ v: 'on' }]);
+    const named = sql`${sql.raw(PREPARE)}select 1 / ${0}::int`;
+    await expect(named.execute(planned)).rejects.toMatchObject({ code: '22012' });
+    await expect(named.execute(planned)).rejects.toMatchObject({ code: '22012' });
+    expect(await seqscan()).toEqual([{ v: 'on' }]);
+  });
+
+  it("wakes after a commit of a marked statement, not for a rollback, and not for another turn's", async () => {
+    const marked = sql`select true as payhook_wake`;
+    woken = 0;
+    await marked.execute(db);
+    expect(woken).toBe(1);
+    await db.transaction().execute(async (tx) => {
+      await marked.execute(tx);
+      expect(woken).toBe(1);
+    });
+    expect(woken).toBe(2);
+    await expect(
+      db.transaction().execute(async (tx) => {
+        await marked.execute(tx);
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    // A marked transaction, and an unmarked one sent right behind its commit: one wake-up.
+    await Promise.all([
+      db.transaction().execute((tx) => marked.execute(tx)),
+      db.transaction().execute((tx) => sql`select 1`.execute(tx)),
+    ]);
+    expect(woken).toBe(3);
+  });
+
+  it('hands notifications to their listeners with the answer to the commit that sent them', async () => {
+    const payloads: string[] = [];
+    const stop = thread.onNotification('payhook_test', (payload) => payloads.push(payload));
+    await sql`listen payhook_test`.execute(db);
+    await sql`select pg_notify('payhook_test', 'one')`.execute(db);
+    await expect.poll(() => payloads).toEqual(['one']);
+    stop();
+    await sql`unlisten payhook_test`.execute(db);
+  });
+});
+
+describe('a PGlite thread that cannot run', { timeout: 60_000 }, () => {
+  it('fails to open on a data directory that is a file, and leaves no thread behind', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-thread-'));
+    try {
+      await writeFile(join(dir, 'data'), 'not a directory');
+      await expect(PGliteThread.open(join(dir, 'data'))).rejects.toBeInstanceOf(PGliteThreadError);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('answers what was sent before a close, and fails every call after it, at once', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-thread-'));
+    try {
+      const thread = await PGliteThread.open(join(dir, 'data'));
+      const db = new Kysely<Record<string, never>>({ dialect: pgliteDialect(thread) });
+      const pending = sql`select count(*) from generate_series(1, 1000000)`.execute(db);
+      // Its turn taken and its first message sent: a close waits for what was sent before it.
+      await new Promise((resolve) => setImmediate(resolve));
+      await db.destroy();
+      await expect(pending).resolves.toBeDefined();
+      expect(thread.closed).toBe(true);
+      await expect(thread.exec('select 1')).rejects.toBeInstanceOf(PGliteThreadError);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
