@@ -17,7 +17,8 @@
  * receiver (the child notes the time, this process compares it with the 201's; one machine, one
  * clock). BENCH_SLOW_STORAGES picks the storages (default postgres,pglite). On PGlite a third run
  * repeats the second with the database's maintenance off (PAYHOOK_MAINTENANCE_INTERVAL_SECONDS=0):
- * PGlite runs in the sender's thread, so its VACUUM and ANALYZE of the new backlog hold everything.
+ * PGlite runs every statement on one thread, so its VACUUM and ANALYZE of the new backlog hold
+ * every statement behind them.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -89,10 +89,15 @@ describe('PGlite on its own thread', { timeout: 60_000 }, () => {
       (await sql<{ v: string }>`select current_setting('enable_seqscan') as v`.execute(planned)).rows,
     ).toEqual([{ v: 'off' }]);
     expect(await seqscan()).toEqual([{ v: 'on' }]);
-    // Failing at its parse (unnamed), at its run (unnamed), and at its run (named).
+    // Failing at its parse (unnamed), at its run (unnamed), before it is sent, and at its run (named).
     await expect(sql`select no_such_column from t`.execute(planned)).rejects.toMatchObject({ code: '42703' });
     expect(await seqscan()).toEqual([{ v: 'on' }]);
     await expect(sql`select 1 / 0`.execute(planned)).rejects.toMatchObject({ code: '22012' });
+    expect(await seqscan()).toEqual([{ v: 'on' }]);
+    // A value its type cannot take (a JSON parameter with a cycle): never sent, and reset too.
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    await expect(sql`select ${cycle}::jsonb`.execute(planned)).rejects.toThrow(TypeError);
     expect(await seqscan()).toEqual([{ v: 'on' }]);
     const named = sql`${sql.raw(PREPARE)}select 1 / ${0}::int`;
     await expect(named.execute(planned)).rejects.toMatchObject({ code: '22012' });

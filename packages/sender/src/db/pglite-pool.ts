@@ -187,6 +187,11 @@ class PGliteSession {
     );
   }
 
+  /** Resets a statement's settings after it failed before its last message (a copy: what is sent is handed over). */
+  private reset(settings: StatementSettings): void {
+    void this.send(settings.reset.slice()).catch(() => {});
+  }
+
   /**
    * Runs one statement for `turn`: a marked one as a named prepared statement (prepared on its
    * first run, then bound and run), any other as the unnamed statement, described first for its
@@ -220,8 +225,7 @@ class PGliteSession {
           turn,
         ));
       } catch (error) {
-        // A copy: what is sent is handed to the thread.
-        if (setFirst) void this.send(settings.reset.slice()).catch(() => {});
+        if (setFirst) this.reset(settings);
         throw error;
       }
       const description = messages.find((m) => m.name === 'parameterDescription') as
@@ -231,11 +235,19 @@ class PGliteSession {
       if (named) this.prepared.set(text, statement);
     }
     const { types } = statement;
-    const values = parameters.map((value, i) => {
-      if (value === null || value === undefined) return null;
-      const serializer = this.db.serializers[types[i] as number];
-      return serializer ? serializer(value) : String(value);
-    });
+    let values: (string | null)[];
+    try {
+      values = parameters.map((value, i) => {
+        if (value === null || value === undefined) return null;
+        const serializer = this.db.serializers[types[i] as number];
+        return serializer ? serializer(value) : String(value);
+      });
+    } catch (error) {
+      // A value its type cannot take: the statement is not sent, and the settings sent before its
+      // parse are reset now.
+      if (setFirst) this.reset(settings);
+      throw error;
+    }
     // The answers of what comes before the statement (a pending begin, the settings) each end
     // with a ready-for-query: the statement's own answers are those after them.
     const setHere = settings !== undefined && !setFirst;
