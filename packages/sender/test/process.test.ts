@@ -3,7 +3,7 @@
 // @module-tag pglite
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,7 @@ import { freePort } from '../../../test/support/free-port.js';
 import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 
 const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const library = new URL('../dist/index.js', import.meta.url).href;
 
 // The built service as `pnpm --filter @payhook/sender start` runs it.
 describe('the sender process', { timeout: 90_000 }, () => {
@@ -73,5 +74,33 @@ describe('the sender process', { timeout: 90_000 }, () => {
       'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, not "verbose".',
     );
     expect(levelErr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it('ends when its work is done with a PGlite database left open: the idle thread holds nothing', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'payhook-open-'));
+    try {
+      await copyPgliteTemplate(join(dir, 'data'));
+      const script = `
+        const { openDatabase } = await import(${JSON.stringify(library)});
+        const database = await openDatabase({ dataDir: ${JSON.stringify(join(dir, 'data'))} });
+        const rows = await database.db.selectFrom('events').select('id').execute();
+        console.log('read', rows.length);`;
+      await writeFile(join(dir, 'script.mjs'), script);
+      const child = spawn(process.execPath, [join(dir, 'script.mjs')], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout?.on('data', (chunk) => (out += chunk));
+      let err = '';
+      child.stderr?.on('data', (chunk) => (err += chunk));
+      // A thread kept referenced would keep the process: it is killed after 20 s and fails here.
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      const [code, signal] = await once(child, 'exit');
+      clearTimeout(timer);
+      expect({ out, err }).toMatchObject({ out: expect.stringContaining('read 0'), err: '' });
+      expect({ code, signal }).toEqual({ code: 0, signal: null });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -46,10 +46,14 @@ export class PGliteThread {
   #closed = false;
 
   private constructor(private readonly worker: Worker) {
+    // Idle, the thread does not keep the process alive (as PGlite in the process did not); a call
+    // under way does (see `send`).
+    worker.unref();
     worker.on('message', (message: HostMessage) => {
       if (message.type !== 'result' && message.type !== 'error' && message.type !== 'closed') return;
       const call = this.pending.get(message.id);
       this.pending.delete(message.id);
+      if (this.pending.size === 0) worker.unref();
       if (message.type === 'error') call?.reject(this.fail(`PGlite failed: ${message.message}`));
       else call?.resolve(message.type === 'result' ? message.data : new Uint8Array());
     });
@@ -73,9 +77,11 @@ export class PGliteThread {
         if (message.type === 'ready') resolve();
         else if (message.type === 'failed') reject(new PGliteThreadError(message.message));
       };
+      const exited = (code: number) => failed(new PGliteThreadError(`PGlite's thread exited (code ${code})`));
       worker.once('message', answered);
       worker.once('error', failed);
-    });
+      worker.once('exit', exited);
+    }).finally(() => worker.removeAllListeners('exit'));
     const thread = new PGliteThread(worker);
     try {
       await thread.initArrayTypes();
@@ -106,6 +112,7 @@ export class PGliteThread {
   private send(bytes: Uint8Array, close = false): Promise<Uint8Array> {
     if (this.failure) return Promise.reject(this.failure);
     const id = this.nextId++;
+    if (this.pending.size === 0) this.worker.ref();
     return new Promise<Uint8Array>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       if (close) this.worker.postMessage({ id, close: true });
