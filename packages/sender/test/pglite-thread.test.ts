@@ -141,6 +141,36 @@ describe('PGlite on its own thread', { timeout: 60_000 }, () => {
 });
 
 describe('a PGlite thread that cannot run', { timeout: 60_000 }, () => {
+  it('closes after a bound when a transaction keeps the session, and fails what it sends after', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-thread-'));
+    try {
+      const thread = await PGliteThread.open(join(dir, 'data'));
+      const db = new Kysely<Record<string, never>>({ dialect: pgliteDialect(thread) });
+      let goOn: () => void = () => {};
+      const resumed = new Promise<void>((resolve) => {
+        goOn = resolve;
+      });
+      let began: () => void = () => {};
+      const begun = new Promise<void>((resolve) => {
+        began = resolve;
+      });
+      const held = db.transaction().execute(async (tx) => {
+        await sql`select 1`.execute(tx);
+        began();
+        await resumed;
+        await sql`select 2`.execute(tx);
+      });
+      held.catch(() => {});
+      await begun;
+      await db.destroy();
+      expect(thread.closed).toBe(true);
+      goOn();
+      await expect(held).rejects.toBeInstanceOf(PGliteThreadError);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('fails to open on a data directory that is a file, and leaves no thread behind', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-thread-'));
     try {

@@ -15,6 +15,8 @@ import { marksWake, type WakeSignal } from './wake.js';
 const PREPARED_MARK = '/* payhook:prepare */ ';
 /** Past this many texts, marked statements run unnamed: a bound on what the session keeps. */
 const MAX_PREPARED = 32;
+/** How long a close waits for the turns taken before it to send their messages, in ms. */
+const CLOSE_WAIT_MS = 5_000;
 
 /**
  * A Kysely dialect over PGlite on its thread (`./pglite-thread.ts`). PGlite is one session, which
@@ -163,9 +165,19 @@ class PGliteSession {
     readonly wake?: WakeSignal,
   ) {}
 
-  /** Closes PGlite once every turn taken so far has sent its messages (they are answered first). */
+  /**
+   * Closes PGlite once every turn taken so far has sent its messages (they are answered first),
+   * or after {@link CLOSE_WAIT_MS} if one still holds the session (what it sends after fails).
+   */
   async close(): Promise<void> {
-    (await this.nextTurn())();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.nextTurn().then((release) => release()),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, CLOSE_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
     await this.db.close();
   }
 
