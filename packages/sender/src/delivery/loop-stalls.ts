@@ -13,8 +13,8 @@ export interface LoopStalls {
  * Measures how late this thread's event loop runs: a timer due every {@link LOOP_TICK_MS} notes by
  * how much it fired late, and {@link LoopStalls.total} adds those delays up, with the one still
  * under way. A wait timed on this thread (an HTTP exchange) includes the time the thread spent on
- * other work before it could read the answer: on PGlite, a statement runs on this thread and holds
- * it for its whole length. The delivery worker subtracts this from an attempt's latency before a
+ * other work before it could read the answer: the API's requests, the answers of the database to
+ * parse (and, on a busy machine, the time the scheduler gave elsewhere). The delivery worker subtracts this from an attempt's latency before a
  * URL's concurrency learns from it, so that its own busy moments are not taken for a receiver
  * queueing what it gets.
  *
