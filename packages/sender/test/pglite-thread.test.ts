@@ -2,6 +2,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
 import { Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgliteDialect } from '../src/db/pglite-pool.js';
@@ -166,6 +167,47 @@ describe('a PGlite thread that cannot run', { timeout: 60_000 }, () => {
       expect(thread.closed).toBe(true);
       goOn();
       await expect(held).rejects.toBeInstanceOf(PGliteThreadError);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('ends its thread when PGlite fails in it, and fails every call after, at once', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-thread-'));
+    try {
+      const thread = await PGliteThread.open(join(dir, 'data'));
+      const worker = (thread as unknown as { worker: Worker }).worker;
+      const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+      const before = thread.exec('select pg_sleep(0.1)');
+      // A batch PGlite cannot read makes it throw. What state that leaves it in is unknown, so the
+      // call sent after must fail rather than run on it, and the thread must end.
+      worker.postMessage({ id: 0 });
+      const after = thread.exec('select 1');
+      await expect(before).resolves.toHaveLength(1);
+      await expect(after).rejects.toBeInstanceOf(PGliteThreadError);
+      await exited;
+      expect(thread.closed).toBe(true);
+      await expect(thread.exec('select 1')).rejects.toBeInstanceOf(PGliteThreadError);
+      await thread.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails the calls under way when its thread dies, and every call after', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-thread-'));
+    try {
+      const thread = await PGliteThread.open(join(dir, 'data'));
+      const db = new Kysely<Record<string, never>>({ dialect: pgliteDialect(thread) });
+      const under = sql`select pg_sleep(5)`.execute(db);
+      const queued = db.transaction().execute((tx) => sql`select 1`.execute(tx));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await (thread as unknown as { worker: Worker }).worker.terminate();
+      await expect(under).rejects.toBeInstanceOf(PGliteThreadError);
+      await expect(queued).rejects.toBeInstanceOf(PGliteThreadError);
+      expect(thread.closed).toBe(true);
+      await expect(sql`select 1`.execute(db)).rejects.toBeInstanceOf(PGliteThreadError);
+      await db.destroy();
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

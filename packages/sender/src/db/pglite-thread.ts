@@ -54,8 +54,12 @@ export class PGliteThread {
       const call = this.pending.get(message.id);
       this.pending.delete(message.id);
       if (this.pending.size === 0) worker.unref();
-      if (message.type === 'error') call?.reject(this.fail(`PGlite failed: ${message.message}`));
-      else call?.resolve(message.type === 'result' ? message.data : new Uint8Array());
+      // PGlite itself threw on a batch (its database errors come inside a result): what state that
+      // left it in is unknown, so no answer of its is trusted again: the session is lost.
+      if (message.type === 'error') {
+        const failure = this.fail(`PGlite failed: ${message.message}`);
+        call?.reject(failure);
+      } else call?.resolve(message.type === 'result' ? message.data : new Uint8Array());
     });
     worker.on('error', (error) => this.fail(`PGlite failed: ${error.message}`));
     worker.on('exit', (code) => this.fail(`PGlite failed: its thread exited (code ${code})`));
@@ -97,13 +101,17 @@ export class PGliteThread {
     return this.#closed;
   }
 
-  /** Marks the session lost: every call under way and to come fails with this error. */
+  /**
+   * Marks the session lost: every call under way and to come fails with this error, and the
+   * thread is ended (a PGlite that failed would hold its memory until the process ends).
+   */
   private fail(reason: string): PGliteThreadError {
     if (!this.failure) {
       this.failure = new PGliteThreadError(reason);
       this.#closed = true;
       for (const call of this.pending.values()) call.reject(this.failure);
       this.pending.clear();
+      void this.worker.terminate();
     }
     return this.failure;
   }
