@@ -14,8 +14,11 @@ export type StorageFlags = Values<typeof storageOptions>;
 export async function openStorage(
   flags: StorageFlags,
   env: Record<string, string | undefined>,
-  /** How long a request waits on PostgreSQL before a 503 (the sender's configuration; `serve`). */
-  timeouts?: { acquireTimeoutMs: number; statementTimeoutMs: number },
+  /**
+   * The sender's configuration for PostgreSQL (`serve`): how long a request waits on it before a
+   * 503, and how many connections the API shares.
+   */
+  postgres?: { acquireTimeoutMs: number; statementTimeoutMs: number; poolSize: number },
 ): Promise<Database> {
   if (flags['data-dir'] !== undefined && flags['database-url'] !== undefined) {
     throw new CliError('Give --data-dir or --database-url, not both.');
@@ -31,7 +34,7 @@ export async function openStorage(
     const secretKeys = readSecretKeys(env);
     return await openDatabase(
       url
-        ? { url, ...timeouts, secretKeys }
+        ? { url, ...postgres, secretKeys }
         : { dataDir: flags['data-dir'] ?? env.PAYHOOK_DATA_DIR ?? './.payhook', secretKeys },
     );
   } catch (error) {

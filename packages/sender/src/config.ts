@@ -50,6 +50,12 @@ export interface SenderConfig {
    */
   databaseTimeouts: { acquireTimeoutMs: number; statementTimeoutMs: number };
   /**
+   * How many PostgreSQL connections the API's statements share in each process
+   * (`PAYHOOK_DB_POOL_SIZE`, default 10, from 1 to 1000); the delivery worker has 4 more. Not used
+   * by PGlite.
+   */
+  databasePoolSize: number;
+  /**
    * Whether delivery attempts carry the W3C `traceparent` of their span (`PAYHOOK_TRACEPARENT=1`;
    * default off, since receivers see it). Needs an OpenTelemetry SDK registered by the application.
    */
@@ -118,7 +124,7 @@ function retention(raw: string | undefined): number | null {
  * flight finish before releasing them), `PAYHOOK_MAINTENANCE_INTERVAL_SECONDS` (10, 0 to turn off:
  * how often PGlite's tables are checked for a vacuum), `PAYHOOK_DB_ACQUIRE_TIMEOUT_MS` (2000) and
  * `PAYHOOK_DB_STATEMENT_TIMEOUT_MS` (2500: how long a request waits on PostgreSQL before it is
- * answered 503), `PAYHOOK_TRACEPARENT` (`1` to send each attempt's trace context to the
+ * answered 503), `PAYHOOK_DB_POOL_SIZE` (10: the API's PostgreSQL connections in each process), `PAYHOOK_TRACEPARENT` (`1` to send each attempt's trace context to the
  * receiver), `PAYHOOK_ENDPOINT_DISABLE_AFTER_SECONDS` (432000, 0 to never disable: how long every
  * attempt to an endpoint must fail before it is disabled) and `PAYHOOK_ENDPOINT_DISABLE_MIN_ATTEMPTS`
  * (10: the failed attempts that period needs), `PAYHOOK_RETENTION_DAYS` (30, from 1 to 3650, `0`
@@ -196,6 +202,7 @@ export function loadConfig(env: Record<string, string | undefined>): SenderConfi
       acquireTimeoutMs: int('PAYHOOK_DB_ACQUIRE_TIMEOUT_MS', 2000, 100, 600_000),
       statementTimeoutMs: int('PAYHOOK_DB_STATEMENT_TIMEOUT_MS', 2500, 100, 3_600_000),
     },
+    databasePoolSize: int('PAYHOOK_DB_POOL_SIZE', 10, 1, 1000),
     traceparent: traceparent === '1',
     endpointDisable: {
       afterSeconds: int('PAYHOOK_ENDPOINT_DISABLE_AFTER_SECONDS', 5 * 86_400, 0, 365 * 86_400),

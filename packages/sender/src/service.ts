@@ -73,7 +73,7 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
     options.database ??
     (await openDatabase(
       config.databaseUrl
-        ? { url: config.databaseUrl, ...config.databaseTimeouts, ...keys }
+        ? { url: config.databaseUrl, ...config.databaseTimeouts, poolSize: config.databasePoolSize, ...keys }
         : { dataDir: config.dataDir, ...keys },
     ));
   const ownDatabase = options.database === undefined;

@@ -266,7 +266,9 @@ describe('loadConfig', () => {
       dataDir: './.payhook',
       apiKeys: [],
       allowPrivateWebhooks: false,
+      databasePoolSize: 10,
     });
+    expect(loadConfig({ PAYHOOK_DB_POOL_SIZE: '24' }).databasePoolSize).toBe(24);
     expect(
       loadConfig({
         PORT: '9000',
@@ -288,6 +290,8 @@ describe('loadConfig', () => {
     [{ PAYHOOK_API_KEYS: 'k1:b1:prod' }, /PAYHOOK_API_KEYS/],
     [{ PAYHOOK_API_KEYS: 'k1:b1' }, /PAYHOOK_API_KEYS/],
     [{ PAYHOOK_ALLOW_PRIVATE_WEBHOOKS: 'yes' }, /PAYHOOK_ALLOW_PRIVATE_WEBHOOKS/],
+    [{ PAYHOOK_DB_POOL_SIZE: '0' }, /PAYHOOK_DB_POOL_SIZE/],
+    [{ PAYHOOK_DB_POOL_SIZE: 'many' }, /PAYHOOK_DB_POOL_SIZE/],
   ])('refuses %j naming the variable, without echoing the key', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message);
     try {

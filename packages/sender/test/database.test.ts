@@ -186,6 +186,35 @@ describe('openDatabase', { timeout: 60_000 }, () => {
     }
   });
 
+  it("runs the API's statements on at most poolSize connections, and refuses a size out of bounds", async () => {
+    await reachPostgres();
+    const schema = `payhook_pool_${process.pid}_${Date.now()}`;
+    schemas.push(schema);
+    const backends = async (poolSize?: number) => {
+      const database = await openDatabase({
+        url: TEST_DATABASE_URL,
+        schema,
+        ...(poolSize ? { poolSize } : {}),
+      });
+      try {
+        // Nine statements at once, each holding its connection for 100 ms.
+        const answers = await Promise.all(
+          Array.from({ length: 9 }, () =>
+            sql<{ pid: number }>`select pg_backend_pid() as pid, pg_sleep(0.1)`.execute(database.db),
+          ),
+        );
+        return new Set(answers.map((answer) => answer.rows[0]?.pid)).size;
+      } finally {
+        await database.close();
+      }
+    };
+    expect(await backends(3)).toBe(3);
+    expect(await backends()).toBe(9);
+    for (const poolSize of [0, 1.5, 1001]) {
+      await expect(openDatabase({ url: TEST_DATABASE_URL, schema, poolSize })).rejects.toThrow(TypeError);
+    }
+  });
+
   it('refuses a schema name that is not a plain identifier', async () => {
     await expect(openDatabase({ url: TEST_DATABASE_URL, schema: 'x; drop table y' })).rejects.toThrow(
       TypeError,

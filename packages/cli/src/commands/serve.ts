@@ -113,7 +113,10 @@ Examples:
         dataDir,
       });
     }
-    const database = await openStorage(values, io.env, config.databaseTimeouts);
+    const database = await openStorage(values, io.env, {
+      ...config.databaseTimeouts,
+      poolSize: config.databasePoolSize,
+    });
     if (primaryStops) {
       // One of the sender processes of `--processes`: the primary made the key and prints the rest.
       try {

@@ -31,9 +31,10 @@ export type DatabaseOptions =
     | { dataDir: string }
     /**
      * A PostgreSQL server; `schema` (created if missing) keeps this sender's tables apart; the
-     * timeouts bound every wait on it (default {@link DEFAULT_TIMEOUTS}).
+     * timeouts bound every wait on it (default {@link DEFAULT_TIMEOUTS}); `poolSize` is how many
+     * connections the API's statements share (default 10; the delivery worker has 4 of its own).
      */
-    | ({ url: string; schema?: string } & Partial<PostgresTimeouts>)
+    | ({ url: string; schema?: string; poolSize?: number } & Partial<PostgresTimeouts>)
   ) & {
     /**
      * The keys that seal the signing secrets; when the option is absent,
@@ -43,6 +44,14 @@ export type DatabaseOptions =
      */
     secretKeys?: SecretKeys | undefined;
   };
+
+/**
+ * The connections the API's statements share in each process, by default: `pg`'s own default.
+ * Each process opens up to this many, plus the worker's 4, against the server's
+ * `max_connections`; a provider at its peak may want more (`PAYHOOK_DB_POOL_SIZE`; bench/README.md,
+ * "latency").
+ */
+export const DEFAULT_POOL_SIZE = 10;
 
 /** An open, migrated database. */
 export interface Database {
@@ -188,6 +197,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         `Invalid schema name: ${JSON.stringify(schema)} (lower-case letters, digits and _).`,
       );
     }
+    const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
+    if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 1000) {
+      throw new TypeError(`Invalid poolSize: ${JSON.stringify(poolSize)} (a whole number from 1 to 1000).`);
+    }
     const searchPath = schema !== undefined ? `-c search_path=${schema}` : '';
     const timeouts: PostgresTimeouts = {
       acquireTimeoutMs: options.acquireTimeoutMs ?? DEFAULT_TIMEOUTS.acquireTimeoutMs,
@@ -195,7 +208,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     };
     const connection = { connectionString: options.url, ...(searchPath ? { options: searchPath } : {}) };
     health = createDatabaseHealth({ probe: () => probe(connection, timeouts) });
-    const pool = createPool(connection, timeouts);
+    const pool = createPool({ ...connection, max: poolSize }, timeouts);
     // The worker runs one claim and one group-committed write at a time, and renews or releases
     // now and then: a few connections are all it uses.
     const deliveryPool = createPool(
