@@ -55,12 +55,44 @@ async function run(bytes) {
   return out;
 }
 
+/** The frontend message types of PostgreSQL's protocol 3.0 that the main thread sends (no Terminate). */
+const FRONTEND = new Set(Array.from('BCcdDEfFHPQS', (c) => c.charCodeAt(0)));
+
+/**
+ * Why `bytes` is not a whole sequence of frontend messages (a type, then a length that counts
+ * itself), or `undefined`. PGlite answers a message of a type it does not know with a FATAL error
+ * that it then repeats without end, holding this thread and filling its memory: such a batch is
+ * refused before it reaches PGlite. Only a fault of the main thread's side could send one.
+ *
+ * @param {unknown} bytes
+ */
+function malformed(bytes) {
+  if (!(bytes instanceof Uint8Array)) return 'not bytes';
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let at = 0; at < bytes.length; ) {
+    if (!FRONTEND.has(/** @type {number} */ (bytes[at]))) return `message type ${bytes[at]} at byte ${at}`;
+    const length = at + 5 <= bytes.length ? view.getInt32(at + 1) : -1;
+    if (length < 4 || at + 1 + length > bytes.length) return `a message cut short at byte ${at}`;
+    at += 1 + length;
+  }
+  return undefined;
+}
+
 // One batch at a time, in the order they came: PGlite is one session.
 port.on('message', async (/** @type {{ id: number, bytes?: Uint8Array, close?: true }} */ message) => {
   if (message.close) {
     await pglite.close().catch(() => {});
     port.postMessage({ type: 'closed', id: message.id });
     port.close();
+    return;
+  }
+  const problem = malformed(message.bytes);
+  if (problem) {
+    port.postMessage({
+      type: 'error',
+      id: message.id,
+      message: `a batch that is not frontend messages (${problem})`,
+    });
     return;
   }
   try {
