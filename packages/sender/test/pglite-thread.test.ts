@@ -141,11 +141,20 @@ describe('PGlite on its own thread', { timeout: 60_000 }, () => {
   });
 });
 
+/** Runs `body` with a data directory of its own, removed after. */
+async function inTempDir(body: (dataDir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-thread-'));
+  try {
+    await body(join(dir, 'data'));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 describe('a PGlite thread that cannot run', { timeout: 60_000 }, () => {
-  it('closes after a bound when a transaction keeps the session, and fails what it sends after', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-thread-'));
-    try {
-      const thread = await PGliteThread.open(join(dir, 'data'));
+  it('closes after a bound when a transaction keeps the session, and fails what it sends after', () =>
+    inTempDir(async (dataDir) => {
+      const thread = await PGliteThread.open(dataDir);
       const db = new Kysely<Record<string, never>>({ dialect: pgliteDialect(thread) });
       let goOn: () => void = () => {};
       const resumed = new Promise<void>((resolve) => {
@@ -167,15 +176,11 @@ describe('a PGlite thread that cannot run', { timeout: 60_000 }, () => {
       expect(thread.closed).toBe(true);
       goOn();
       await expect(held).rejects.toBeInstanceOf(PGliteThreadError);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it('refuses a batch that is not frontend messages, ends its thread, and fails every call after', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-thread-'));
-    try {
-      const thread = await PGliteThread.open(join(dir, 'data'));
+  it('refuses a batch that is not frontend messages, ends its thread, and fails every call after', () =>
+    inTempDir(async (dataDir) => {
+      const thread = await PGliteThread.open(dataDir);
       const worker = (thread as unknown as { worker: Worker }).worker;
       const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
       await expect(thread.exec('select 1')).resolves.toHaveLength(1);
@@ -189,15 +194,11 @@ describe('a PGlite thread that cannot run', { timeout: 60_000 }, () => {
       expect(thread.closed).toBe(true);
       await expect(thread.exec('select 1')).rejects.toBeInstanceOf(PGliteThreadError);
       await thread.close();
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it('fails the calls under way when its thread dies, and every call after', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-thread-'));
-    try {
-      const thread = await PGliteThread.open(join(dir, 'data'));
+  it('fails the calls under way when its thread dies, and every call after', () =>
+    inTempDir(async (dataDir) => {
+      const thread = await PGliteThread.open(dataDir);
       const db = new Kysely<Record<string, never>>({ dialect: pgliteDialect(thread) });
       const under = sql`select pg_sleep(5)`.execute(db);
       const queued = db.transaction().execute((tx) => sql`select 1`.execute(tx));
@@ -208,25 +209,17 @@ describe('a PGlite thread that cannot run', { timeout: 60_000 }, () => {
       expect(thread.closed).toBe(true);
       await expect(sql`select 1`.execute(db)).rejects.toBeInstanceOf(PGliteThreadError);
       await db.destroy();
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it('fails to open on a data directory that is a file, and leaves no thread behind', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-thread-'));
-    try {
-      await writeFile(join(dir, 'data'), 'not a directory');
-      await expect(PGliteThread.open(join(dir, 'data'))).rejects.toBeInstanceOf(PGliteThreadError);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+  it('fails to open on a data directory that is a file, and leaves no thread behind', () =>
+    inTempDir(async (dataDir) => {
+      await writeFile(dataDir, 'not a directory');
+      await expect(PGliteThread.open(dataDir)).rejects.toBeInstanceOf(PGliteThreadError);
+    }));
 
-  it('answers what was sent before a close, and fails every call after it, at once', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-thread-'));
-    try {
-      const thread = await PGliteThread.open(join(dir, 'data'));
+  it('answers what was sent before a close, and fails every call after it, at once', () =>
+    inTempDir(async (dataDir) => {
+      const thread = await PGliteThread.open(dataDir);
       const db = new Kysely<Record<string, never>>({ dialect: pgliteDialect(thread) });
       const pending = sql`select count(*) from generate_series(1, 1000000)`.execute(db);
       // Its turn taken and its first message sent: a close waits for what was sent before it.
@@ -235,8 +228,5 @@ describe('a PGlite thread that cannot run', { timeout: 60_000 }, () => {
       await expect(pending).resolves.toBeDefined();
       expect(thread.closed).toBe(true);
       await expect(thread.exec('select 1')).rejects.toBeInstanceOf(PGliteThreadError);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 });
