@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type HealthChange, isDatabaseUnavailable, oneWayHealth } from '../src/db/health.js';
 import { pgliteDialect } from '../src/db/pglite-pool.js';
 import { PGliteThread, PGliteThreadError } from '../src/db/pglite-thread.js';
 import { PREPARE } from '../src/db/postgres.js';
@@ -200,13 +201,27 @@ describe('a PGlite thread that cannot run', { timeout: 60_000 }, () => {
     inTempDir(async (dataDir) => {
       const thread = await PGliteThread.open(dataDir);
       const db = new Kysely<Record<string, never>>({ dialect: pgliteDialect(thread) });
+      const health = oneWayHealth((listener) => thread.onFailure(listener));
+      const changes: HealthChange[] = [];
+      health.onChange((change) => changes.push(change));
       const under = sql`select pg_sleep(5)`.execute(db);
       const queued = db.transaction().execute((tx) => sql`select 1`.execute(tx));
       await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(health.state).toBe('up');
       await (thread as unknown as { worker: Worker }).worker.terminate();
-      await expect(under).rejects.toBeInstanceOf(PGliteThreadError);
+      const lost = await under.then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(lost).toBeInstanceOf(PGliteThreadError);
+      // The API answers such a failure 503 database_unavailable, and /healthz says why, for good.
+      expect(isDatabaseUnavailable(lost)).toBe(true);
       await expect(queued).rejects.toBeInstanceOf(PGliteThreadError);
       expect(thread.closed).toBe(true);
+      expect(health.state).toBe('down');
+      expect(changes).toEqual([
+        { state: 'down', reason: expect.stringMatching(/exited.*restart the sender/) },
+      ]);
       await expect(sql`select 1`.execute(db)).rejects.toBeInstanceOf(PGliteThreadError);
       await db.destroy();
     }));
@@ -221,6 +236,8 @@ describe('a PGlite thread that cannot run', { timeout: 60_000 }, () => {
     inTempDir(async (dataDir) => {
       const thread = await PGliteThread.open(dataDir);
       const db = new Kysely<Record<string, never>>({ dialect: pgliteDialect(thread) });
+      const failures: string[] = [];
+      thread.onFailure((reason) => failures.push(reason));
       const pending = sql`select count(*) from generate_series(1, 1000000)`.execute(db);
       // Its turn taken and its first message sent: a close waits for what was sent before it.
       await new Promise((resolve) => setImmediate(resolve));
@@ -228,5 +245,7 @@ describe('a PGlite thread that cannot run', { timeout: 60_000 }, () => {
       await expect(pending).resolves.toBeDefined();
       expect(thread.closed).toBe(true);
       await expect(thread.exec('select 1')).rejects.toBeInstanceOf(PGliteThreadError);
+      // A close is no failure.
+      expect(failures).toEqual([]);
     }));
 });

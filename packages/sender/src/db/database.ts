@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { Kysely, Migrator, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
-import { ALWAYS_UP, createDatabaseHealth, type DatabaseHealth } from './health.js';
+import { ALWAYS_UP, createDatabaseHealth, type DatabaseHealth, oneWayHealth } from './health.js';
 import { lockDataDir } from './lock.js';
 import { migrationProvider } from './migrations.js';
 import { buildOnlineIndexes } from './online-indexes.js';
@@ -159,6 +159,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       // On a thread of its own: the WASM database and the API's and worker's JavaScript take a
       // core each (docs/decisions.md, "PGlite runs on a thread of its own").
       pglite = await PGliteThread.open(options.dataDir);
+      const opened = pglite;
+      // A PGlite that failed does not come back: the API answers 503 until the sender restarts.
+      health = oneWayHealth((listener) => opened.onFailure(listener));
       // A new WAL segment is made without writing its 16 MB of zeros first: that write held
       // PGlite's thread for 6 to 47 ms each time, every few seconds at a few hundred sessions a
       // second until recycled segments take over (docs/decisions.md, "PGlite keeps up").

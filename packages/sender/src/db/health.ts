@@ -68,6 +68,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     const { code, message } = e as { code?: unknown; message?: unknown };
     if (e instanceof DatabaseTimeoutError) return true;
     if (typeof code === 'string' && (NETWORK_CODES.has(code) || UNAVAILABLE_STATES.test(code))) return true;
+    // The embedded PGlite failed, or its thread is gone (`PGliteThreadError`).
+    if (code === 'PGLITE_UNAVAILABLE') return true;
     if (typeof message === 'string' && PG_CONNECTION_MESSAGES.test(message)) return true;
     e = (e as { cause?: unknown }).cause;
   }
@@ -182,3 +184,36 @@ export const ALWAYS_UP: DatabaseHealth = {
   onChange: () => () => {},
   close() {},
 };
+
+/**
+ * The health of an embedded database that cannot come back once it fails (PGlite on its thread):
+ * up until `failures` reports a failure, down for good after (the sender must be restarted).
+ */
+export function oneWayHealth(failures: (listener: (reason: string) => void) => () => void): DatabaseHealth {
+  let reason: string | undefined;
+  const listeners = new Set<(change: HealthChange) => void>();
+  const stop = failures((why) => {
+    reason = `${why}; restart the sender`;
+    for (const listener of listeners) listener({ state: 'down', reason });
+  });
+  return {
+    get state() {
+      return reason === undefined ? 'up' : 'down';
+    },
+    get reason() {
+      return reason;
+    },
+    report() {},
+    retryAfterSeconds: () => 60,
+    onChange(listener) {
+      listeners.add(listener);
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+    close() {
+      stop();
+      listeners.clear();
+    },
+  };
+}

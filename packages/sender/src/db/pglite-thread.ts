@@ -4,6 +4,9 @@ import { type messages, parse, protocol, type Results, types } from '@electric-s
 /** A message of the backend, parsed. */
 export type BackendMessage = messages.BackendMessage;
 
+/** Why calls fail after {@link PGliteThread.close}. */
+const CLOSED = 'PGlite is closed';
+
 /** The answers the host thread sends (`./pglite-host.js`). */
 type HostMessage =
   | { type: 'ready' }
@@ -18,9 +21,13 @@ interface Pending {
   reject: (error: Error) => void;
 }
 
-/** PGlite failed, or its thread is gone: the session and what it held are lost. */
+/**
+ * PGlite failed, or its thread is gone: the session and what it held are lost. Its `code` counts
+ * as the database being unavailable (`isDatabaseUnavailable`): the API answers 503.
+ */
 export class PGliteThreadError extends Error {
   override name = 'PGliteThreadError';
+  readonly code = 'PGLITE_UNAVAILABLE';
 }
 
 /**
@@ -43,6 +50,7 @@ export class PGliteThread {
   private nextId = 1;
   private readonly listeners = new Map<string, Set<(payload: string) => void>>();
   private failure: PGliteThreadError | undefined;
+  private readonly failureListeners = new Set<(reason: string) => void>();
   #closed = false;
 
   private constructor(private readonly worker: Worker) {
@@ -102,6 +110,17 @@ export class PGliteThread {
   }
 
   /**
+   * Calls `listener` once if PGlite fails or its thread dies before {@link close} (not at a
+   * close). Returns the function that stops the call.
+   */
+  onFailure(listener: (reason: string) => void): () => void {
+    this.failureListeners.add(listener);
+    return () => {
+      this.failureListeners.delete(listener);
+    };
+  }
+
+  /**
    * Marks the session lost: every call under way and to come fails with this error, and the
    * thread is ended (a PGlite that failed would hold its memory until the process ends).
    */
@@ -112,6 +131,8 @@ export class PGliteThread {
       for (const call of this.pending.values()) call.reject(this.failure);
       this.pending.clear();
       void this.worker.terminate();
+      if (reason !== CLOSED) for (const listener of this.failureListeners) listener(reason);
+      this.failureListeners.clear();
     }
     return this.failure;
   }
@@ -194,7 +215,7 @@ export class PGliteThread {
     try {
       await this.send(new Uint8Array(), true);
     } finally {
-      this.fail('PGlite is closed');
+      this.fail(CLOSED);
       await this.worker.terminate();
     }
   }
