@@ -51,7 +51,7 @@ export type DatabaseOptions =
  * `max_connections`; a provider at its peak may want more (`PAYHOOK_DB_POOL_SIZE`; bench/README.md,
  * "latency").
  */
-export const DEFAULT_POOL_SIZE = 10;
+const DEFAULT_POOL_SIZE = 10;
 
 /** An open, migrated database. */
 export interface Database {
