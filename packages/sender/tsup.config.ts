@@ -1,3 +1,4 @@
+import { copyFile } from 'node:fs/promises';
 import { defineConfig } from 'tsup';
 import { packageBuild } from '../../tsup.config.base.js';
 
@@ -9,5 +10,6 @@ export default defineConfig({
   ...packageBuild,
   entry: { index: 'src/index.ts', internal: 'src/internal.ts', main: 'src/main.ts' },
   shims: true,
-  onSuccess: 'cp src/db/pglite-host.js dist/pglite-host.js',
+  // Copied by Node, not by a shell's `cp`: the build runs on Windows too.
+  onSuccess: () => copyFile('src/db/pglite-host.js', 'dist/pglite-host.js'),
 });

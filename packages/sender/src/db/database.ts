@@ -179,8 +179,14 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         const local = channel === WAKE_CHANNEL ? wake.subscribe(onNotify) : () => {};
         const notified = thread.onNotification(channel, () => onNotify());
         const name = sql.id(channel);
-        // In the session's turn: sent among a transaction's statements, a LISTEN would be its.
-        await sql`listen ${name}`.execute(sessionDb);
+        try {
+          // In the session's turn: sent among a transaction's statements, a LISTEN would be its.
+          await sql`listen ${name}`.execute(sessionDb);
+        } catch (error) {
+          local();
+          notified();
+          throw error;
+        }
         return async () => {
           local();
           notified();

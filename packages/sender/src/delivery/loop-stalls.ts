@@ -14,9 +14,9 @@ export interface LoopStalls {
  * how much it fired late, and {@link LoopStalls.total} adds those delays up, with the one still
  * under way. A wait timed on this thread (an HTTP exchange) includes the time the thread spent on
  * other work before it could read the answer: the API's requests, the answers of the database to
- * parse (and, on a busy machine, the time the scheduler gave elsewhere). The delivery worker subtracts this from an attempt's latency before a
- * URL's concurrency learns from it, so that its own busy moments are not taken for a receiver
- * queueing what it gets.
+ * parse (and, on a busy machine, the time the scheduler gave elsewhere). The delivery worker
+ * subtracts this from an attempt's latency before a URL's concurrency learns from it, so that its
+ * own busy moments are not taken for a receiver queueing what it gets.
  *
  * @example
  * ```ts
