@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exitCode, type Started, startServe } from '../../packages/cli/test/run-cli.js';
+import { type Started, startServe, stopServe } from '../../packages/cli/test/run-cli.js';
 import { requireBinary, spawnServer } from '../runtimes/runtime-conformance.js';
 import { freePort } from '../support/free-port.js';
 import { copyPgliteTemplate } from '../support/pglite-template.js';
@@ -85,13 +85,11 @@ beforeAll(async () => {
   settings = receiverSettings(sender.out);
 }, 900_000);
 
+// The sender's stop may wait out its shutdown grace, and the install tree is large to remove.
 afterAll(async () => {
-  if (sender) {
-    sender.child.kill('SIGTERM');
-    await exitCode(sender.child);
-  }
+  if (sender) await stopServe(sender);
   if (base) await rm(base, { recursive: true, force: true });
-});
+}, 120_000);
 
 /** Writes `files` into a new app directory named `name`; returns its path. */
 async function app(name: string, files: Record<string, string>): Promise<string> {

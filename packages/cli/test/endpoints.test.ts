@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 import { createApiKey } from '../../sender/src/index.js';
 import { startTestApp, type TestApp } from '../../sender/test/fixtures/app.js';
-import { exitCode, payhookCli, startServe, startTriggerReceiver } from './run-cli.js';
+import { payhookCli, startServe, startTriggerReceiver, stopServe } from './run-cli.js';
 
 const BIZ = 'biz_endpoints_test';
 const ENV = { NO_COLOR: '1', LOG_LEVEL: 'warn', DATABASE_URL: '', PAYHOOK_API_KEYS: '', PAYHOOK_API_KEY: '' };
@@ -34,12 +34,9 @@ describe('payhook endpoints, and the settings payhook serve prints', { timeout: 
   }, 180_000);
 
   afterAll(async () => {
-    if (sender?.child.exitCode === null) {
-      sender.child.kill('SIGTERM');
-      await exitCode(sender.child);
-    }
+    if (sender) await stopServe(sender);
     await rm(dir, { recursive: true, force: true });
-  });
+  }, 60_000);
 
   const settingsOf = (key: string) =>
     fetch(`${sender.url}/accounts/settings`, { headers: { authorization: `Bearer ${key}` } }).then(

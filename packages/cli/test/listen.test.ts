@@ -14,7 +14,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FaultProxy, startProxy } from '../../../test/support/fault-proxy.js';
 import { copyPgliteTemplate } from '../../../test/support/pglite-template.js';
 import { sessionRequest } from '../../sender/test/fixtures/requests.js';
-import { bin, cliEnv, exitCode, payhookCli, started, startServe, startTriggerReceiver } from './run-cli.js';
+import {
+  bin,
+  cliEnv,
+  exitCode,
+  payhookCli,
+  started,
+  startServe,
+  startTriggerReceiver,
+  stopServe,
+} from './run-cli.js';
 
 const BIZ = 'biz_listen_test';
 const ENV = { NO_COLOR: '1', LOG_LEVEL: 'warn', DATABASE_URL: '', PAYHOOK_API_KEYS: '', PAYHOOK_API_KEY: '' };
@@ -55,12 +64,9 @@ describe('payhook listen', { timeout: 300_000 }, () => {
 
   afterAll(async () => {
     await proxy?.close();
-    if (sender?.child.exitCode === null) {
-      sender.child.kill('SIGTERM');
-      await exitCode(sender.child);
-    }
+    if (sender) await stopServe(sender);
     await rm(dir, { recursive: true, force: true });
-  });
+  }, 60_000);
 
   it('forwards every new event, signed, to a local receiver once, resumes after a cut connection, and the attempt log shows it', async () => {
     // The merchant's receiver: checksum and Standard Webhooks signature both required.

@@ -93,6 +93,23 @@ export const exitCode = async (child: ChildProcess): Promise<number | null> =>
   child.exitCode ?? (await once(child, 'exit'))[0];
 
 /**
+ * Stops a `payhook serve` the way a supervisor does: SIGTERM, which lets deliveries in flight
+ * finish for up to the shutdown grace (10 s by default) and then closes the database, and SIGKILL
+ * if it is still running `killAfterMs` later. An afterAll that calls it needs a timeout above
+ * `killAfterMs`, not vitest's default 10 s.
+ */
+export async function stopServe(run: Started, killAfterMs = 30_000): Promise<void> {
+  if (run.child.exitCode !== null || run.child.signalCode !== null) return;
+  run.child.kill('SIGTERM');
+  const timer = setTimeout(() => run.child.kill('SIGKILL'), killAfterMs);
+  try {
+    await exitCode(run.child);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
  * `payhook serve --port 0 --data-dir <dataDir> --business-id <businessId> <flags>` piped (JSON
  * lines), with `env` over the caller's (see {@link cliEnv}); resolves once it is ready, with its
  * URL and the test key its first start made. A `dataDir` of `postgres://...` is given as
