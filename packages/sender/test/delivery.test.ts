@@ -360,6 +360,41 @@ describe.each(testStorages())('event delivery on %s', { timeout: 60_000 }, (stor
     expect(rows.filter((r) => r.url === slow.url).map((r) => r.status)).toEqual(Array(6).fill('pending'));
   });
 
+  it('a stop past its grace cuts the attempts it gave back, records none of them, and touches the database no more', async () => {
+    const slow = await receiver('hang');
+    await register(slow.url);
+    const payments = [await createSession(), await createSession()];
+    const logged: unknown[] = [];
+    const note = (obj: unknown) => void logged.push(obj);
+    // Its own HTTP client (none given), as `payhook serve` runs it: the stop cuts its connections.
+    const w = worker({
+      client: undefined,
+      allowPrivate: true,
+      shutdownGraceMs: 50,
+      logger: { info() {}, warn() {}, error: note },
+    });
+    await w.start();
+    await vi.waitFor(() => expect(slow.inFlight()).toBe(2), { timeout: 10_000, interval: 20 });
+    const queries: string[] = [];
+    await w.stop();
+    // Once stop() resolves the database may close: from here, no statement is the worker's.
+    const spy = vi.spyOn(database, 'delivery').mockImplementation(async () => {
+      queries.push('delivery');
+      throw new Error('the database is closed');
+    });
+    try {
+      await vi.waitFor(() => expect(slow.inFlight()).toBe(0), { timeout: 5_000, interval: 20 });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(queries).toEqual([]);
+      expect(logged).toEqual([]);
+    } finally {
+      spy.mockRestore();
+    }
+    const rows = (await Promise.all(payments.map(deliveriesOf))).flat();
+    expect(rows.map((r) => [r.status, r.attempts, r.claim_token])).toEqual(Array(2).fill(['pending', 0, null]));
+    for (const r of rows) expect(await attemptsOf(r.id)).toEqual([]);
+  });
+
   it('claims no more of a backlog than its URL may hold; the rest wait, unclaimed and unattempted', async () => {
     const slow = await receiver('hang');
     await register(slow.url);

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { windowed } from '../db/wake.js';
 import { createRateLimiter } from '../endpoints/rate-limit.js';
 import { signingKeyring } from '../signing/keyring.js';
@@ -80,6 +81,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let stopped: Promise<void> | undefined;
   /** From `start()`: which URLs are this instance's (all of them until then, as for `runDue`). */
   let membership: Membership | undefined;
+  /** Claims given back at shutdown with their attempts still running: those record nothing. */
+  let abandoned: ReadonlySet<string> = new Set();
 
   const held = new HeldClaims({
     concurrency,
@@ -238,7 +241,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           });
         }
         // The claim stays in flight (its lease renewed, never claimed again here) until recorded.
-        return record(claim, sent.startedAt, sent.outcome, sent.hint);
+        if (!abandoned.has(claim.id)) return record(claim, sent.startedAt, sent.outcome, sent.hint);
       })
       .catch((error: unknown) => {
         // Reading the signing secrets or recording the attempt failed: the claim is let go, and
@@ -316,23 +319,20 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         logFailure(log, error, 'releasing unstarted deliveries failed'),
       );
       const running = held.attemptsRunning();
-      if (running.length > 0) {
-        let grace: NodeJS.Timeout | undefined;
-        await Promise.race([
-          Promise.allSettled(running),
-          new Promise((resolve) => {
-            grace = setTimeout(resolve, graceMs);
-          }),
-        ]);
-        clearTimeout(grace);
-      }
+      if (running.length > 0)
+        await Promise.race([Promise.allSettled(running), sleep(graceMs, undefined, { ref: false })]);
       const left = held.claims();
       if (left.length > 0) {
+        abandoned = new Set(left.map((claim) => claim.id));
         await release(left);
         log.warn({ released: left.length }, 'released deliveries still in flight at shutdown');
       }
-      // Released attempts are abandoned: their connections are cut rather than waited for.
-      if (ownClient) await (left.length > 0 ? client.destroy() : client.close());
+      // Released attempts are abandoned: their connections are cut rather than waited for, and
+      // they end before the stop does, so that none touches a database closed after it.
+      if (ownClient) {
+        await (left.length > 0 ? client.destroy() : client.close());
+        await Promise.allSettled(held.attemptsRunning());
+      }
     } finally {
       setMode('stopped');
     }
