@@ -391,7 +391,9 @@ describe.each(testStorages())('event delivery on %s', { timeout: 60_000 }, (stor
       spy.mockRestore();
     }
     const rows = (await Promise.all(payments.map(deliveriesOf))).flat();
-    expect(rows.map((r) => [r.status, r.attempts, r.claim_token])).toEqual(Array(2).fill(['pending', 0, null]));
+    expect(rows.map((r) => [r.status, r.attempts, r.claim_token])).toEqual(
+      Array(2).fill(['pending', 0, null]),
+    );
     for (const r of rows) expect(await attemptsOf(r.id)).toEqual([]);
   });
 
