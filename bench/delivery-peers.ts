@@ -13,9 +13,12 @@
  * At queue depths of 1,000 and 20,000 (BENCH_DEPTHS), queued before each side starts (not timed),
  * after a warm-up of every side, three times on 2,000 deliveries; each side runs twice, in turn,
  * and its faster run is its figure.
- * A side's time runs from its start until its last request is answered (payhook: until its last
- * attempt is recorded too). Beside the rate: the CPU each delivery cost this process (the queue's
- * client code and undici) and PostgreSQL's processes (from /proc).
+ * A side's time runs from its start, its database connections made (payhook's worker's four, pg-boss's
+ * by its start()), until every delivery's end is recorded: the payhook worker's last attempt record,
+ * pg-boss's last job completed (looked for every 2 ms on a connection of its own),
+ * graphile-worker's runner stopped; the bare loop, until its last answer. Beside the rate: the CPU
+ * each delivery cost this process (the queue's client code and undici) and PostgreSQL's processes
+ * (from /proc).
  *
  * Tuning, each peer at its best here:
  * - commit settings: every side's connections run with `synchronous_commit = off`, as the payhook
@@ -31,6 +34,7 @@
 import { performance } from 'node:perf_hooks';
 import { openDatabase } from '@payhook/sender';
 import { Logger, run, runMigrations } from 'graphile-worker';
+import { sql } from 'kysely';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import {
@@ -104,6 +108,27 @@ function countdown(count: number) {
   };
 }
 
+/**
+ * A connection of its own (made before the clock starts) that waits until `count` of pg-boss's
+ * jobs in `schema` are completed, looking every 2 ms.
+ */
+async function completions(schema: string) {
+  const client = new pg.Client({ connectionString: BENCH_DATABASE_URL });
+  await client.connect();
+  return {
+    async until(count: number): Promise<void> {
+      for (;;) {
+        const { rows } = await client.query(
+          `select count(*)::int as n from ${schema}.job where name = 'deliver' and state = 'completed'`,
+        );
+        if ((rows[0] as { n: number }).n >= count) return;
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    },
+    close: () => client.end(),
+  };
+}
+
 async function dropSchema(schema: string): Promise<void> {
   const client = new pg.Client({ connectionString: BENCH_DATABASE_URL });
   await client.connect();
@@ -118,6 +143,8 @@ async function payhookSide(url: string, depth: number): Promise<{ measured: Meas
   const database = await openDatabase({ url: BENCH_DATABASE_URL, schema });
   try {
     const bodies = await queueDeliveries(database, [url], depth);
+    // The worker's four connections made before the clock starts, as pg-boss's are by its start().
+    await Promise.all(Array.from({ length: 4 }, () => database.delivery((db) => sql`select 1`.execute(db))));
     const { perSecond, cpuUs, postgresCpuUs } = await workerRun(database, depth, CONCURRENCY);
     return { measured: { perSecond, cpuUs, postgresCpuUs }, bodies };
   } finally {
@@ -185,12 +212,14 @@ async function pgBossSide(
   } as ConstructorParameters<typeof PgBoss>[0]);
   boss.on('error', (error: Error) => console.error('pg-boss:', error.message));
   const http = signedPoster();
+  let done: Awaited<ReturnType<typeof completions>> | undefined;
   try {
     await boss.start();
     await boss.createQueue('deliver');
     for (let i = 0; i < bodies.length; i += 1000) {
       await boss.insert(bodies.slice(i, i + 1000).map((body) => ({ name: 'deliver', data: { body } })));
     }
+    done = await completions(schema);
     const all = countdown(bodies.length);
     const perWorker = Math.max(1, Math.floor(CONCURRENCY / workers));
     return await timed(bodies.length, async () => {
@@ -213,8 +242,12 @@ async function pgBossSide(
         );
       }
       await all.finished;
+      // Until the queue has recorded every job's end, as the worker's time runs until its last
+      // attempt is recorded (graphile-worker's, until its runner has stopped).
+      await done?.until(bodies.length);
     });
   } finally {
+    await done?.close();
     await boss.stop({ graceful: false, wait: true }).catch(() => {});
     await http.close();
     await dropSchema(schema);

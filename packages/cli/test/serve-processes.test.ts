@@ -139,6 +139,27 @@ describe('payhook serve --processes', { timeout: 300_000 }, () => {
     expect(childrenOf(primary)).toEqual([]);
   });
 
+  it("says, with the server's figures, when its processes may open more connections than the server has free", async () => {
+    const max = Number((await admin.query('show max_connections')).rows[0].max_connections);
+    // 2 x (60 + 6) connections at most: more than any server of the default 100 has free.
+    const serve = await startServe(databaseUrl, BIZ, ['--processes', '2'], {
+      ...ENV,
+      PAYHOOK_DB_POOL_SIZE: '60',
+    });
+    await whileServing(serve, async () => {
+      const line = serve.out
+        .split('\n')
+        .map((l) => (l.startsWith('{') ? JSON.parse(l) : {}))
+        .find((l) => String(l.msg).startsWith('2 sender processes may open 132 connections'));
+      expect(line).toMatchObject({ max, perProcess: 66, processes: 2 });
+      expect(line.free).toBe(line.max - line.reserved - line.inUse);
+      expect(line.msg).toContain("the server's max_connections is");
+      // Run as asked all the same: a pooler in front may make the server's count no limit.
+      expect(serve.out).toMatch(/"msg":"payhook sender listening on [^"]+ \(postgres, 2 processes\)"/);
+      expect(childrenOf(serve.child.pid)).toHaveLength(2);
+    });
+  });
+
   it('refuses several processes on PGlite, and a count it cannot read, before anything is made', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'payhook-cli-processes-'));
     try {

@@ -2,6 +2,8 @@ export type { Principal, StoredKey } from './auth/api-keys.js';
 export { authenticate, createApiKey, hashKey, KEY_PREFIX_LENGTH, revokeApiKey } from './auth/api-keys.js';
 export type { ConfiguredKey, SenderConfig } from './config.js';
 export { ConfigError, loadConfig } from './config.js';
+export type { ConnectionRoom } from './db/connection-room.js';
+export { connectionRoom, connectionsPerProcess } from './db/connection-room.js';
 export type { Database, DatabaseOptions } from './db/database.js';
 export { appliedMigrations, openDatabase } from './db/database.js';
 export { DataDirLockedError } from './db/lock.js';

@@ -10,6 +10,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import type { Database, SenderConfig } from '@payhook/sender';
 import { CliError, EXIT, type Io } from '../command.js';
 import { type LogFormat, say } from '../log-format.js';
 
@@ -74,6 +75,70 @@ export function processCount(asked: string | undefined, databaseUrl: string | un
     );
   }
   return count;
+}
+
+/** What {@link fitProcesses} decided: how many processes run, and what to say about it. */
+export interface FittedProcesses {
+  processes: number;
+  /** Why `auto` runs fewer, or why the number asked for may run out of connections. */
+  note?: { text: string; fields: Record<string, number> };
+}
+
+/**
+ * Fits the sender processes to the connections the server has free (`room`, read at the start):
+ * each opens up to `perProcess`. `auto` (the default) runs no more than fit, one at least, and
+ * says so when that is fewer than the cores would give; a number asked for is run as asked, with
+ * a warning when it may open more than fit (behind a connection pooler the server's count is not
+ * the limit, so an explicit number is not refused).
+ */
+export function fitProcesses(
+  wanted: number,
+  auto: boolean,
+  perProcess: number,
+  room: { max: number; reserved: number; inUse: number } | undefined,
+): FittedProcesses {
+  if (!room) return { processes: wanted };
+  const free = room.max - room.reserved - room.inUse;
+  const fit = Math.max(0, Math.floor(free / perProcess));
+  if (wanted <= fit) return { processes: wanted };
+  const fields = { ...room, free, perProcess };
+  const server = `the server's max_connections is ${room.max} (${room.reserved} reserved, ${room.inUse} open): ${free} free, and each process opens up to ${perProcess} (PAYHOOK_DB_POOL_SIZE + 6)`;
+  if (auto && wanted > 1) {
+    const processes = Math.max(1, fit);
+    const short = fit < 1 ? ' Even one may run out: requests then answer 503 until connections free up.' : '';
+    return {
+      processes,
+      note: {
+        text: `Running ${processes} sender process${processes > 1 ? 'es' : ''}, not ${wanted}: ${server}.${short} Raise max_connections or lower PAYHOOK_DB_POOL_SIZE for more.`,
+        fields: { ...fields, processes, wanted },
+      },
+    };
+  }
+  return {
+    processes: wanted,
+    note: {
+      text: `${wanted} sender process${wanted > 1 ? 'es' : ''} may open ${wanted * perProcess} connections, and ${server}: past that, requests answer 503 until connections free up. Lower --processes or PAYHOOK_DB_POOL_SIZE, or raise max_connections.`,
+      fields: { ...fields, processes: wanted },
+    },
+  };
+}
+
+/**
+ * {@link fitProcesses} against the server behind `database`: `asked` is what `--processes` or
+ * PAYHOOK_PROCESSES said, `wanted` what {@link processCount} made of it. Nothing to fit on PGlite,
+ * or with no database given (a process of `--processes`, whose primary fitted their number).
+ */
+export async function fitToServer(
+  database: Database | undefined,
+  wanted: number,
+  asked: string | undefined,
+  config: Pick<SenderConfig, 'databasePoolSize'>,
+): Promise<FittedProcesses> {
+  if (database?.kind !== 'postgres') return { processes: wanted };
+  const { connectionRoom, connectionsPerProcess } = await import('@payhook/sender');
+  const auto = asked === undefined || asked === '' || asked === 'auto';
+  const perProcess = connectionsPerProcess(config.databasePoolSize);
+  return fitProcesses(wanted, auto, perProcess, await connectionRoom(database));
 }
 
 /** The sender processes of a primary, once they all listen. */

@@ -9,6 +9,7 @@ import { type LogFormat, logFormat, logStream, say } from '../log-format.js';
 import { sayReceiverBlock } from '../receiver-block.js';
 import { openStorage, storageOptions } from '../storage.js';
 import {
+  fitToServer,
   isServeProcess,
   processCount,
   reportListening,
@@ -53,8 +54,8 @@ Options:
   --log-format <format>       pretty (readable lines) or json (pino's JSON lines)
                                                  default: pretty in a terminal, json when piped
   --processes <n>|auto        sender processes sharing the port (PostgreSQL only; auto: one per
-                              core, at most 8, or half the cores when PostgreSQL runs on this
-                              machine too)       default: auto on PostgreSQL, 1 on PGlite
+                              core, at most 8, half of them beside a local PostgreSQL, and as
+                              many as its free connections fit) default: auto on PostgreSQL
   -h, --help                  show this help
 
 Examples:
@@ -104,10 +105,10 @@ Examples:
     const databaseUrl =
       values['database-url'] ||
       (values['data-dir'] === undefined ? io.env.DATABASE_URL || undefined : undefined);
-    const onPostgres = databaseUrl !== undefined;
-    const processes = processCount(values.processes ?? io.env.PAYHOOK_PROCESSES, databaseUrl);
+    const asked = values.processes ?? io.env.PAYHOOK_PROCESSES;
+    const wanted = processCount(asked, databaseUrl);
     const dataDir = values['data-dir'] ?? config.dataDir;
-    const firstStart = !onPostgres && !existsSync(join(dataDir, 'PG_VERSION'));
+    const firstStart = databaseUrl === undefined && !existsSync(join(dataDir, 'PG_VERSION'));
     if (firstStart) {
       say(format, io, `Creating the sender's database in ${dataDir} (first start: a few seconds)...`, {
         dataDir,
@@ -117,6 +118,8 @@ Examples:
       ...config.databaseTimeouts,
       poolSize: config.databasePoolSize,
     });
+    const { processes, note } = await fitToServer(primaryStops ? undefined : database, wanted, asked, config);
+    if (note) say(format, io, note.text, note.fields);
     if (primaryStops) {
       // One of the sender processes of `--processes`: the primary made the key and prints the rest.
       try {

@@ -79,12 +79,16 @@ export function createClaimer(options: ClaimerOptions) {
   };
 
   /**
-   * How many rows the next claim asks for, with `room` free and `rooms` left for the URLs held:
+   * How many rows the next claim asks for, with `free` room and `rooms` left for the URLs held:
    * after a short claim, twice what it brought, at least `refill`, and at least the URLs' rooms
    * and `refill` more, so that a URL with a backlog fills its room in one claim (a claim cut
    * short of it would leave the URL's room open, and each freed slot would claim again).
    */
-  function claimLimit(room: number, rooms: ReadonlyMap<string, number>): number {
+  function claimLimit(free: number, rooms: ReadonlyMap<string, number>): number {
+    // Nothing held: the first claim takes what starts every slot, and the pass reads on for the
+    // rest while those are sent. A claim of the whole room first kept every slot idle until its
+    // 4x as many rows were written (24 of the 35 ms before the first attempt, 128 rows).
+    const room = held.sendingCount + held.readyCount === 0 ? Math.min(free, held.refill) : free;
     if (lastShort === undefined) return room;
     let known = 0;
     for (const n of rooms.values()) known += n;
