@@ -39,6 +39,10 @@ const unitOnly = (mode: string, dir: string) =>
       }
     : {};
 
+// Hooks stop what the tests started: a sender's graceful stop waits out deliveries in flight (10 s
+// by default) and then closes its database, which on two loaded cores outlasts vitest's 10 s.
+const HOOK_TIMEOUT_MS = 30_000;
+
 const pkg = (mode: string, name: string, extra: Record<string, unknown> = {}) => ({
   resolve: { alias },
   test: {
@@ -46,6 +50,7 @@ const pkg = (mode: string, name: string, extra: Record<string, unknown> = {}) =>
     root: `./packages/${name}`,
     include: ['test/**/*.test.ts'],
     env,
+    hookTimeout: HOOK_TIMEOUT_MS,
     typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: '../../tsconfig.json' },
     ...unitOnly(mode, `./packages/${name}/`),
     ...extra,
@@ -81,6 +86,7 @@ export default defineConfig(({ mode }) => ({
           include: ['test/**/*.test.ts'],
           env,
           testTimeout: 30_000,
+          hookTimeout: HOOK_TIMEOUT_MS,
           ...unitOnly(mode, './'),
         },
       },
