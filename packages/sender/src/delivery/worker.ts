@@ -233,6 +233,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       .then((sent) => {
         freed = true;
         freeSlot(claim);
+        // Given back at shutdown: the claim is the queue's again, and nothing more is written.
+        if (abandoned.has(claim.id)) return;
         // No send time free under its endpoint's rate limit: given back, due when one may be.
         const later = sent.later;
         if (later) {
@@ -241,7 +243,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           });
         }
         // The claim stays in flight (its lease renewed, never claimed again here) until recorded.
-        if (!abandoned.has(claim.id)) return record(claim, sent.startedAt, sent.outcome, sent.hint);
+        return record(claim, sent.startedAt, sent.outcome, sent.hint);
       })
       .catch((error: unknown) => {
         // Reading the signing secrets or recording the attempt failed: the claim is let go, and
