@@ -397,6 +397,32 @@ describe.each(testStorages())('event delivery on %s', { timeout: 60_000 }, (stor
     for (const r of rows) expect(await attemptsOf(r.id)).toEqual([]);
   });
 
+  it('from idle, claims what starts every slot first, and the rest of its room while those are sent', async () => {
+    const fast = await receiver(200);
+    await register(fast.url);
+    for (let i = 0; i < 60; i++) await createSession();
+    // Eight slots, room for 32 rows held: the first claim takes 8, not 32.
+    const w = worker({ concurrency: 8, perUrlConcurrency: 8 });
+    const original = database.delivery.bind(database);
+    const claims: { rows: number; received: number }[] = [];
+    const spy = vi.spyOn(database, 'delivery').mockImplementation(async (fn) => {
+      const result = await original(fn);
+      if (result && typeof result === 'object' && 'claims' in result)
+        claims.push({ rows: (result.claims as unknown[]).length, received: fast.received.length });
+      return result;
+    });
+    try {
+      expect(await w.runDue()).toBe(60);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(claims[0]).toEqual({ rows: 8, received: 0 });
+    // The next claim, made as soon as those 8 began, filled the room behind them: 24 more.
+    expect(claims[1]?.rows).toBe(24);
+    expect(claims.reduce((n, c) => n + c.rows, 0)).toBe(60);
+    expect(new Set(fast.received.map((r) => r.body)).size).toBe(60);
+  });
+
   it('claims no more of a backlog than its URL may hold; the rest wait, unclaimed and unattempted', async () => {
     const slow = await receiver('hang');
     await register(slow.url);
