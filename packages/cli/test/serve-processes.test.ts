@@ -141,17 +141,17 @@ describe('payhook serve --processes', { timeout: 300_000 }, () => {
 
   it("says, with the server's figures, when its processes may open more connections than the server has free", async () => {
     const max = Number((await admin.query('show max_connections')).rows[0].max_connections);
-    // 2 x (60 + 6) connections at most: more than any server of the default 100 has free.
+    // 2 x (500 + 6) connections at most: more than a server of the default 100, or of 1,000, has free.
     const serve = await startServe(databaseUrl, BIZ, ['--processes', '2'], {
       ...ENV,
-      PAYHOOK_DB_POOL_SIZE: '60',
+      PAYHOOK_DB_POOL_SIZE: '500',
     });
     await whileServing(serve, async () => {
       const line = serve.out
         .split('\n')
         .map((l) => (l.startsWith('{') ? JSON.parse(l) : {}))
-        .find((l) => String(l.msg).startsWith('2 sender processes may open 132 connections'));
-      expect(line).toMatchObject({ max, perProcess: 66, processes: 2 });
+        .find((l) => String(l.msg).startsWith('2 sender processes may open 1012 connections'));
+      expect(line).toMatchObject({ max, perProcess: 506, processes: 2 });
       expect(line.free).toBe(line.max - line.reserved - line.inUse);
       expect(line.msg).toContain("the server's max_connections is");
       // Run as asked all the same: a pooler in front may make the server's count no limit.
