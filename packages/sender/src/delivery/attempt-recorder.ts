@@ -26,15 +26,23 @@ export interface AttemptRecorderOptions {
   retryForMs?: number;
 }
 
+/** Records an attempt's outcome (see {@link createAttemptRecorder}). */
+export interface AttemptRecorder {
+  (claim: Claim, startedAt: Date, outcome: AttemptOutcome, hint?: string): Promise<void>;
+  /**
+   * Gives up the outcomes of these claims not yet written (given back at a shutdown): their
+   * promises resolve at once, and none is written, nor tried again while the database is away.
+   */
+  drop(claimIds: ReadonlySet<string>): void;
+}
+
 /**
  * The delivery worker's attempt log: each outcome becomes an attempt row and the delivery's next
  * state (delivered, failed for good, or its next attempt on the retry schedule), written in
  * one statement for many outcomes at once (docs/decisions.md, "Attempt records are
  * group-committed"). The returned function resolves once its outcome is written.
  */
-export function createAttemptRecorder(
-  options: AttemptRecorderOptions,
-): (claim: Claim, startedAt: Date, outcome: AttemptOutcome, hint?: string) => Promise<void> {
+export function createAttemptRecorder(options: AttemptRecorderOptions): AttemptRecorder {
   const { database, now, random, logger: log, feed } = options;
   const retryForMs = options.retryForMs ?? 30_000;
 
@@ -84,6 +92,7 @@ export function createAttemptRecorder(
   async function writeAll(): Promise<void> {
     for (;;) {
       const batch = unwritten.splice(0, 500);
+      if (batch.length === 0) break; // dropped while it waited
       try {
         await writeBatch(batch);
         backoff = 250;
@@ -93,6 +102,8 @@ export function createAttemptRecorder(
         // statement that did commit before its answer was lost matches no claim and changes nothing.
         const keep = isConnectionLost(error) ? batch.filter((p) => Date.now() < p.retryUntil) : [];
         for (const p of batch) if (!keep.includes(p)) p.done(error);
+        // Given up while they were being written: not tried again.
+        takeOut(dropped, keep);
         if (keep.length > 0) {
           for (const p of keep) p.again = true;
           unwritten.unshift(...keep);
@@ -109,6 +120,24 @@ export function createAttemptRecorder(
       }
     }
     writing = false;
+  }
+
+  /** Claims whose outcomes were given up: one being written when they were is not kept after. */
+  const dropped = new Set<string>();
+
+  function drop(claimIds: ReadonlySet<string>): void {
+    for (const id of claimIds) dropped.add(id);
+    takeOut(claimIds, unwritten);
+  }
+
+  /** Takes the outcomes of `claimIds` out of `from` and resolves them unwritten. */
+  function takeOut(claimIds: ReadonlySet<string>, from: Pending[]): void {
+    for (let i = from.length - 1; i >= 0; i--) {
+      const pending = from[i] as Pending;
+      if (!claimIds.has(pending.claim.id)) continue;
+      from.splice(i, 1);
+      pending.done();
+    }
   }
 
   async function writeBatch(batch: Pending[]): Promise<void> {
@@ -169,5 +198,5 @@ export function createAttemptRecorder(
     }
   }
 
-  return record;
+  return Object.assign(record, { drop });
 }

@@ -1,5 +1,6 @@
 import type { Database } from '../db/database.js';
 import type { Resolver } from '../net/webhook-url.js';
+import type { AttemptOutcome } from './attempt-outcome.js';
 import type { AttemptFeed } from './feed.js';
 import type { DeliveryClient } from './http-client.js';
 import type { WorkerLogger } from './logger.js';
@@ -53,6 +54,14 @@ export interface DeliveryWorkerOptions {
    */
   traceparent?: boolean;
 }
+
+/**
+ * What one attempt's send came to: its outcome, once the response is read (before it is
+ * recorded), or, with no send time free under its endpoint's rate limit, when to try again.
+ */
+export type SendResult =
+  | { startedAt: Date; outcome: AttemptOutcome; hint: string | undefined; later?: undefined }
+  | { later: Date };
 
 /** The delivery worker of one sender instance. */
 export interface DeliveryWorker {

@@ -3,7 +3,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { windowed } from '../db/wake.js';
 import { createRateLimiter } from '../endpoints/rate-limit.js';
 import { signingKeyring } from '../signing/keyring.js';
-import type { AttemptOutcome } from './attempt-outcome.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
 import { createClaimer } from './claimer.js';
 import { type Claim, releaseClaims, renewLeases, WAKE_CHANNEL } from './delivery-state.js';
@@ -24,6 +23,7 @@ import {
   type DeliveryWorkerOptions,
   nextMode,
   positive,
+  type SendResult,
   type WorkerMode,
 } from './worker-options.js';
 
@@ -149,12 +149,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
    * recorded). An endpoint with a rate limit waits for the send time it reserved first, or, with
    * none free within the rate limiter's horizon, sends nothing and answers when to try again (`later`).
    */
-  async function send(
-    claim: Claim,
-  ): Promise<
-    | { startedAt: Date; outcome: AttemptOutcome; hint: string | undefined; later?: undefined }
-    | { later: Date }
-  > {
+  async function send(claim: Claim): Promise<SendResult> {
     if (claim.endpoint_id) {
       const reserved = await rateLimiter.reserve(claim.endpoint_id, now());
       if (reserved && 'dueAt' in reserved) return { later: reserved.dueAt };
@@ -326,8 +321,16 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const left = held.claims();
       if (left.length > 0) {
         abandoned = new Set(left.map((claim) => claim.id));
-        await release(left);
-        log.warn({ released: left.length }, 'released deliveries still in flight at shutdown');
+        record.drop(abandoned);
+        // With the database away, the stop goes on: their leases give them back instead.
+        await release(left).then(
+          () => log.warn({ released: left.length }, 'released deliveries still in flight at shutdown'),
+          (err: unknown) =>
+            log.warn(
+              { left: left.length, err },
+              'deliveries in flight at shutdown could not be released: each is sent again once its lease ends',
+            ),
+        );
       }
       // Released attempts are abandoned: their connections are cut rather than waited for, and
       // they end before the stop does, so that none touches a database closed after it.
