@@ -20,6 +20,25 @@ import { sessionRequest } from './fixtures/requests.js';
 
 const KEY = 'sk_test_pglite_failure';
 
+/**
+ * Opens the embedded database in `dataDir` (a migrated copy of the template) and keeps the thread
+ * it runs on, through a pass-through spy (nothing replaced), so that a test can end it.
+ */
+async function openEndable(dataDir: string) {
+  await copyPgliteTemplate(dataDir);
+  const threads: PGliteThread[] = [];
+  const open = PGliteThread.open.bind(PGliteThread);
+  const spy = vi.spyOn(PGliteThread, 'open').mockImplementation(async (dir) => {
+    const thread = await open(dir);
+    threads.push(thread);
+    return thread;
+  });
+  const database = await openDatabase({ dataDir }).finally(() => spy.mockRestore());
+  expect(threads).toHaveLength(1);
+  const worker = (threads[0] as unknown as { worker: Worker }).worker;
+  return { database, endThread: () => worker.terminate() };
+}
+
 describe('PGlite failing under a running sender', { timeout: 90_000 }, () => {
   it('answers 503, says to restart, stops, and a restart finds every acknowledged session', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-failure-'));
@@ -33,16 +52,7 @@ describe('PGlite failing under a running sender', { timeout: 90_000 }, () => {
     const errors: string[] = [];
     const logger = { level: 'warn', stream: { write: (line: string) => void errors.push(line) } };
     try {
-      await copyPgliteTemplate(join(dir, 'data'));
-      // The thread the database opens, kept to end it: a pass-through spy, nothing replaced.
-      const threads: PGliteThread[] = [];
-      const open = PGliteThread.open.bind(PGliteThread);
-      const spy = vi.spyOn(PGliteThread, 'open').mockImplementation(async (dataDir) => {
-        const thread = await open(dataDir);
-        threads.push(thread);
-        return thread;
-      });
-      const database = await openDatabase({ dataDir: join(dir, 'data') }).finally(() => spy.mockRestore());
+      const { database, endThread } = await openEndable(join(dir, 'data'));
       const sender = await startSender({ config, database, logger });
       const call = (method: string, path: string, body?: unknown) =>
         fetch(`${sender.url}${path}`, {
@@ -67,8 +77,7 @@ describe('PGlite failing under a running sender', { timeout: 90_000 }, () => {
       await vi.waitFor(() => expect(receiver.inFlight()).toBe(1), { timeout: 10_000, interval: 20 });
 
       // The thread ends.
-      expect(threads).toHaveLength(1);
-      await (threads[0] as unknown as { worker: Worker }).worker.terminate();
+      await endThread();
 
       for (let i = 0; i < 3; i++) {
         const res = await call('POST', '/payment-sessions', sessionRequest);
@@ -120,15 +129,7 @@ describe('PGlite failing under a running sender', { timeout: 90_000 }, () => {
   it('gives up, at a stop, an attempt record that waits for a database that is gone, and tries it no more', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'payhook-pglite-failure-'));
     try {
-      await copyPgliteTemplate(join(dir, 'data'));
-      const threads: PGliteThread[] = [];
-      const open = PGliteThread.open.bind(PGliteThread);
-      const spy = vi.spyOn(PGliteThread, 'open').mockImplementation(async (dataDir) => {
-        const thread = await open(dataDir);
-        threads.push(thread);
-        return thread;
-      });
-      const database = await openDatabase({ dataDir: join(dir, 'data') }).finally(() => spy.mockRestore());
+      const { database, endThread } = await openEndable(join(dir, 'data'));
       // Kept for a minute, as the worker keeps an outcome for half its lease while the database is away.
       const record = createAttemptRecorder({
         database,
@@ -137,7 +138,7 @@ describe('PGlite failing under a running sender', { timeout: 90_000 }, () => {
         logger: silentLogger,
         retryForMs: 60_000,
       });
-      await (threads[0] as unknown as { worker: Worker }).worker.terminate();
+      await endThread();
       // Every write the recorder tries, counted on its way to the database (which fails it).
       let writes = 0;
       const delivery = database.delivery.bind(database);
