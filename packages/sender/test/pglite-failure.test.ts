@@ -78,6 +78,8 @@ describe('PGlite failing under a running sender', { timeout: 90_000 }, () => {
 
       // The thread ends.
       await endThread();
+      // A LISTEN on a thread that is gone fails at once rather than waiting for it.
+      await expect(database.listen('payhook_after_failure', () => {})).rejects.toThrow(/PGlite failed/);
 
       for (let i = 0; i < 3; i++) {
         const res = await call('POST', '/payment-sessions', sessionRequest);

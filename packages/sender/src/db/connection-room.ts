@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Database } from './database.js';
+import { type Database, DELIVERY_POOL_SIZE } from './database.js';
 
 /** The connections a PostgreSQL server allows, and how many are taken. */
 export interface ConnectionRoom {
@@ -13,10 +13,10 @@ export interface ConnectionRoom {
 
 /**
  * Connections one sender process opens at most on PostgreSQL: `poolSize` for the API's
- * statements, 4 for the delivery worker, one that listens for wake-ups, and one for migrations
- * and health probes.
+ * statements, the delivery worker's 4, one that listens for wake-ups, and one for migrations and
+ * health probes.
  */
-export const connectionsPerProcess = (poolSize: number): number => poolSize + 6;
+export const connectionsPerProcess = (poolSize: number): number => poolSize + DELIVERY_POOL_SIZE + 2;
 
 /**
  * How many connections the server behind `database` allows and has open (`undefined` on PGlite,

@@ -53,6 +53,9 @@ export type DatabaseOptions =
  */
 const DEFAULT_POOL_SIZE = 10;
 
+/** The delivery worker's own connections on PostgreSQL (claims, records, renewals, releases). */
+export const DELIVERY_POOL_SIZE = 4;
+
 /** An open, migrated database. */
 export interface Database {
   db: Kysely<Schema>;
@@ -223,7 +226,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const deliveryPool = createPool(
       {
         connectionString: options.url,
-        max: 4,
+        max: DELIVERY_POOL_SIZE,
         options: [
           searchPath,
           '-c synchronous_commit=off',
