@@ -207,8 +207,7 @@ async function side(name: 'empty' | 'history', ctx: Context) {
       body: (n) => ({ ...sessionRequest, reference: `hist-${name}-${n}-${randomUUID().slice(0, 8)}` }),
     });
     const latency = { ...(await latencyOf(run.created, ctx.arrived)), errors: run.errors };
-    const failed: Record<string, number> = {};
-    for (const [kind, n] of run.errorKinds) failed[/^\d{3}/.exec(kind)?.[0] ?? 'no answer'] = n;
+    const failed: Record<string, number> = { ...run.errorsByAnswer };
     if (latency.missing > 0) failed.missing = latency.missing;
     calls.latency = {
       medianMs: round(latency.latencyMs.p99),

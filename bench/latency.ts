@@ -71,6 +71,8 @@ interface RunResult {
   growth: number;
   /** Answers other than 201. */
   errors: number;
+  /** The errors by answer: a status code (`'503'`: refused, the database busy), or `'no answer'` in 30 s. */
+  errorsByAnswer: Record<string, number>;
   /** Sessions acknowledged a second over the run. */
   acknowledgedPerSecond: number;
   /** The sender processes' CPU time over the run's wall time, in % of one core. */
@@ -139,7 +141,7 @@ async function measure(
   let cpuBefore = 0;
   let clientCpuBefore = 0;
   let waits: ReturnType<typeof sampleWaits> | undefined;
-  const { created, errors, errorKinds, start, runMs } = await createSessionsAtRate({
+  const { created, errors, errorKinds, errorsByAnswer, start, runMs } = await createSessionsAtRate({
     bases,
     apiKey: KEY,
     rate,
@@ -180,6 +182,7 @@ async function measure(
     rate,
     ...latency,
     errors,
+    errorsByAnswer,
     acknowledgedPerSecond: (latency.sessions * 1000) / runMs,
     senderCpuPercent: (100 * cpu) / runMs,
     ...(waited ? { waits: waited } : {}),

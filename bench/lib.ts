@@ -349,7 +349,10 @@ export async function createSessionsAtRate(options: {
 }): Promise<{
   created: Creation[];
   errors: number;
+  /** Errors by their detail: the status and the start of its body, or why no answer came. */
   errorKinds: Map<string, number>;
+  /** Errors by answer: the status code (`'503'`), or `'no answer'` (a client timeout, a reset). */
+  errorsByAnswer: Record<string, number>;
   start: number;
   runMs: number;
 }> {
@@ -358,9 +361,11 @@ export async function createSessionsAtRate(options: {
   const created: Creation[] = [];
   let errors = 0;
   const errorKinds = new Map<string, number>();
-  const countError = (kind: string) => {
+  const errorsByAnswer: Record<string, number> = {};
+  const countError = (answer: string, kind: string) => {
     errors++;
     errorKinds.set(kind, (errorKinds.get(kind) ?? 0) + 1);
+    errorsByAnswer[answer] = (errorsByAnswer[answer] ?? 0) + 1;
   };
   let n = 0;
   // node:http with keep-alive connections, not fetch: at 500 a second fetch cost this process 48 %
@@ -377,7 +382,7 @@ export async function createSessionsAtRate(options: {
       agent,
     );
     const at = now();
-    if (status !== 201) return countError(`${status} ${text.slice(0, 80)}`);
+    if (status !== 201) return countError(String(status), `${status} ${text.slice(0, 80)}`);
     const id = (JSON.parse(text) as { data: { payment: { id: string } } }).data.payment.id;
     created.push({ id, at, apiMs: at - started, measured });
   };
@@ -399,14 +404,14 @@ export async function createSessionsAtRate(options: {
       options.onMeasuring?.();
     }
     const p = create(i >= warmup).catch((e: unknown) =>
-      countError(String((e as { cause?: unknown }).cause ?? e).slice(0, 80)),
+      countError('no answer', String((e as { cause?: unknown }).cause ?? e).slice(0, 80)),
     );
     inFlight.add(p);
     void p.finally(() => inFlight.delete(p));
   }
   await Promise.all(inFlight);
   agent.destroy();
-  return { created, errors, errorKinds, start, runMs: now() - measuredFrom };
+  return { created, errors, errorKinds, errorsByAnswer, start, runMs: now() - measuredFrom };
 }
 
 /**

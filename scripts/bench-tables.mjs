@@ -427,6 +427,13 @@ function sandboxSoak(r) {
   )}\n\nThe first pass over the database never maintained, at the end:\n\n${table(['table', 'statement', 'dead rows', 'ms'], first)}`;
 }
 
+/** A run's errors, with their answers when there are any: `55,480 (503: 55,000; no answer: 480)`. */
+function errorsCell(x) {
+  const by = Object.entries(x.errorsByAnswer ?? {});
+  if (!x.errors || by.length === 0) return int(x.errors);
+  return `${int(x.errors)} (${by.map(([answer, n]) => `${answer}: ${int(n)}`).join('; ')})`;
+}
+
 function latency(r) {
   const rows = [];
   for (const s of storagesOf(r, Array.isArray))
@@ -442,7 +449,7 @@ function latency(r) {
         ms(x.apiMs?.p99),
         int(x.sessions),
         int(x.missing),
-        int(x.errors),
+        errorsCell(x),
         x.acknowledgedPerSecond === undefined ? '' : int(x.acknowledgedPerSecond),
         x.senderCpuPercent === undefined ? '' : `${int(x.senderCpuPercent)} %`,
         x.waits === undefined
@@ -453,7 +460,7 @@ function latency(r) {
               .join(', '),
       ]);
   if (rows.length === 0) throw new Error('no rows');
-  return `${int(r.seconds)} s at each rate; latency from the API's 201 to the receiver, in ms; growth is the p50 of the last third of the run over the first; acknowledged/s, the 201s a second; sender CPU, of one core, every sender process together; waits, what PostgreSQL's active backends waited on (CPU: none), in shares of the samples.\n\n${table(
+  return `${int(r.seconds)} s at each rate; latency from the API's 201 to the receiver, in ms; growth is the p50 of the last third of the run over the first; errors, the answers other than 201, by status or no answer in 30 s; acknowledged/s, the 201s a second; sender CPU, of one core, every sender process together; waits, what PostgreSQL's active backends waited on (CPU: none), in shares of the samples.\n\n${table(
     [
       'storage',
       'sessions/s',
