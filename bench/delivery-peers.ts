@@ -13,12 +13,12 @@
  * At queue depths of 1,000 and 20,000 (BENCH_DEPTHS), queued before each side starts (not timed),
  * after a warm-up of every side, three times on 2,000 deliveries; each side runs twice, in turn,
  * and its faster run is its figure.
- * A side's time runs from its start, its database connections made (payhook's worker's four, pg-boss's
- * by its start()), until every delivery's end is recorded: the payhook worker's last attempt record,
- * pg-boss's last job completed (looked for every 2 ms on a connection of its own),
- * graphile-worker's runner stopped; the bare loop, until its last answer. Beside the rate: the CPU
- * each delivery cost this process (the queue's client code and undici) and PostgreSQL's processes
- * (from /proc).
+ * A side's time runs from its start, its database connections made (the payhook worker's
+ * DELIVERY_POOL_SIZE, pg-boss's by its start()), until every delivery's end is recorded: the
+ * payhook worker's last attempt record, pg-boss's last job completed (looked for every 2 ms on a
+ * connection of its own), graphile-worker's runner stopped; the bare loop, until its last answer.
+ * Beside the rate: the CPU each delivery cost this process (the queue's client code and undici)
+ * and PostgreSQL's processes (from /proc).
  *
  * Tuning, each peer at its best here:
  * - commit settings: every side's connections run with `synchronous_commit = off`, as the payhook
@@ -33,6 +33,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { openDatabase } from '@payhook/sender';
+import { DELIVERY_POOL_SIZE } from '@payhook/sender/internal';
 import { Logger, run, runMigrations } from 'graphile-worker';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -143,8 +144,10 @@ async function payhookSide(url: string, depth: number): Promise<{ measured: Meas
   const database = await openDatabase({ url: BENCH_DATABASE_URL, schema });
   try {
     const bodies = await queueDeliveries(database, [url], depth);
-    // The worker's four connections made before the clock starts, as pg-boss's are by its start().
-    await Promise.all(Array.from({ length: 4 }, () => database.delivery((db) => sql`select 1`.execute(db))));
+    // The worker's connections made before the clock starts, as pg-boss's are by its start().
+    await Promise.all(
+      Array.from({ length: DELIVERY_POOL_SIZE }, () => database.delivery((db) => sql`select 1`.execute(db))),
+    );
     const { perSecond, cpuUs, postgresCpuUs } = await workerRun(database, depth, CONCURRENCY);
     return { measured: { perSecond, cpuUs, postgresCpuUs }, bodies };
   } finally {

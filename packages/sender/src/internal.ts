@@ -8,4 +8,6 @@
  * const { claims } = await database.delivery((db) => claimDeliveries(db, { now, leaseMs, limit: 32 }));
  * ```
  */
+
+export { DELIVERY_POOL_SIZE } from './db/database.js';
 export * from './delivery/delivery-state.js';
