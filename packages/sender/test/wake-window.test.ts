@@ -13,7 +13,7 @@ import { openTestDatabase } from './fixtures/storage.js';
 // queue on PGlite's thread behind the ones sent before them, so a claim finds the rows committed
 // meanwhile. The window of new rows' wake-ups (PGLITE_WAKE_WINDOW_MS, whose timing wake.test.ts
 // checks) is not what this test sees: with it removed, the claims here were 3 or 4, as with it;
-// its gain is CPU under load (docs/decisions.md, "PGlite keeps up"). A claim sets its rows'
+// its gain is CPU under load (docs/decisions.md, "PGlite runs on a thread of its own"). A claim sets its rows'
 // next_attempt_at to its lease end, which a delivered row keeps: the distinct values among the
 // delivered rows are the claims that took them.
 
