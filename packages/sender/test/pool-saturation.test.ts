@@ -3,9 +3,9 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type Database, loadConfig, openDatabase } from '../src/index.js';
+import { buildApp, type Database, loadConfig } from '../src/index.js';
 import { sessionRequest } from './fixtures/requests.js';
-import { dropSchema, TEST_DATABASE_URL } from './fixtures/storage.js';
+import { openTestDatabase } from './fixtures/storage.js';
 
 // More requests than the API's pool has connections, each waiting longer than the acquire timeout
 // (PAYHOOK_DB_ACQUIRE_TIMEOUT_MS): a flood past what the server can take. Each one waiting too long
@@ -15,22 +15,16 @@ import { dropSchema, TEST_DATABASE_URL } from './fixtures/storage.js';
 
 describe('the API past its pool, on PostgreSQL', { timeout: 60_000 }, () => {
   const KEY = 'sk_test_pool_saturation';
-  const schema = `payhook_pool_${process.pid}_${Date.now()}`;
   let database: Database;
+  let cleanup: () => Promise<void>;
   let app: FastifyInstance;
   let url: string;
 
   beforeAll(async () => {
-    database = await openDatabase({
-      url: TEST_DATABASE_URL,
-      schema,
+    ({ database, cleanup } = await openTestDatabase('postgres', 'pool', {
       poolSize: 1,
       acquireTimeoutMs: 200,
-    }).catch((error: Error) => {
-      throw new Error(
-        `Cannot use the test PostgreSQL at ${TEST_DATABASE_URL}: ${error.message}. Start it, or set TEST_DATABASE_URL.`,
-      );
-    });
+    }));
     app = await buildApp({
       database,
       config: loadConfig({ PAYHOOK_API_KEYS: `${KEY}:biz-pool:test` }),
@@ -41,8 +35,7 @@ describe('the API past its pool, on PostgreSQL', { timeout: 60_000 }, () => {
 
   afterAll(async () => {
     await app?.close();
-    await database?.close();
-    await dropSchema(schema);
+    await cleanup?.();
   });
 
   const createSession = async () => {
