@@ -84,7 +84,11 @@ const finalStatus = (payment: Payment) =>
 async function settled(prefix: string, expected: number) {
   const tag = `{${prefix}}`;
   for (let i = 0; i < 600; i++) {
-    if ((await redis.hlen(`${tag}:runs`)) + (await redis.hlen(`${tag}:stale`)) >= expected) break;
+    // Distinct events, not the two tallies' sum: an event run twice after a kill can be in both
+    // (its handler ran in the killed process, then the recovery found it stale), and the sum would
+    // stop the wait early.
+    const outcomes = new Set([...(await redis.hkeys(`${tag}:runs`)), ...(await redis.hkeys(`${tag}:stale`))]);
+    if (outcomes.size >= expected) break;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return {
