@@ -1,11 +1,10 @@
 // @module-tag postgres
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, type Database, loadConfig } from '../src/index.js';
+import type { Database } from '../src/index.js';
+import { startTestApp, type TestApp } from './fixtures/app.js';
 import { sessionRequest } from './fixtures/requests.js';
-import { openTestDatabase } from './fixtures/storage.js';
 
 // More requests than the API's pool has connections, each waiting longer than the acquire timeout
 // (PAYHOOK_DB_ACQUIRE_TIMEOUT_MS): a flood past what the server can take. Each one waiting too long
@@ -15,28 +14,21 @@ import { openTestDatabase } from './fixtures/storage.js';
 
 describe('the API past its pool, on PostgreSQL', { timeout: 60_000 }, () => {
   const KEY = 'sk_test_pool_saturation';
+  let sender: TestApp;
   let database: Database;
-  let cleanup: () => Promise<void>;
-  let app: FastifyInstance;
   let url: string;
 
   beforeAll(async () => {
-    ({ database, cleanup } = await openTestDatabase('postgres', 'pool', {
-      poolSize: 1,
-      acquireTimeoutMs: 200,
-    }));
-    app = await buildApp({
-      database,
-      config: loadConfig({ PAYHOOK_API_KEYS: `${KEY}:biz-pool:test` }),
-      logger: false,
+    // A pool of one connection that a request waits 200 ms for, set as an operator would.
+    sender = await startTestApp('postgres', 'pool', {
+      PAYHOOK_API_KEYS: `${KEY}:biz-pool:test`,
+      PAYHOOK_DB_POOL_SIZE: '1',
+      PAYHOOK_DB_ACQUIRE_TIMEOUT_MS: '200',
     });
-    url = await app.listen({ port: 0, host: '127.0.0.1' });
+    ({ database, url } = sender);
   }, 60_000);
 
-  afterAll(async () => {
-    await app?.close();
-    await cleanup?.();
-  });
+  afterAll(() => sender?.close());
 
   const createSession = async () => {
     const response = await fetch(`${url}/payment-sessions`, {
