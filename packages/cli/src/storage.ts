@@ -15,10 +15,11 @@ export async function openStorage(
   flags: StorageFlags,
   env: Record<string, string | undefined>,
   /**
-   * The sender's configuration for PostgreSQL (`serve`): how long a request waits on it before a
-   * 503, and how many connections the API shares.
+   * The sender's configuration (`serve`): how long a request waits on the database before a 503
+   * (either storage), and on PostgreSQL the statement timeout and how many connections the API
+   * shares.
    */
-  postgres?: { acquireTimeoutMs: number; statementTimeoutMs: number; poolSize: number },
+  serving?: { acquireTimeoutMs: number; statementTimeoutMs: number; poolSize: number },
 ): Promise<Database> {
   if (flags['data-dir'] !== undefined && flags['database-url'] !== undefined) {
     throw new CliError('Give --data-dir or --database-url, not both.');
@@ -34,8 +35,12 @@ export async function openStorage(
     const secretKeys = readSecretKeys(env);
     return await openDatabase(
       url
-        ? { url, ...postgres, secretKeys }
-        : { dataDir: flags['data-dir'] ?? env.PAYHOOK_DATA_DIR ?? './.payhook', secretKeys },
+        ? { url, ...serving, secretKeys }
+        : {
+            dataDir: flags['data-dir'] ?? env.PAYHOOK_DATA_DIR ?? './.payhook',
+            ...(serving && { acquireTimeoutMs: serving.acquireTimeoutMs }),
+            secretKeys,
+          },
     );
   } catch (error) {
     // A key that is missing, malformed or wrong: the configuration, like a bad flag (exit 2).

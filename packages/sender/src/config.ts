@@ -43,10 +43,10 @@ export interface SenderConfig {
    */
   maintenanceIntervalSeconds: number;
   /**
-   * How long a request waits on PostgreSQL before it is answered 503 `database_unavailable`: for a
-   * pooled connection (`PAYHOOK_DB_ACQUIRE_TIMEOUT_MS`, default 2,000) and for one statement
-   * (`PAYHOOK_DB_STATEMENT_TIMEOUT_MS`, default 2,500; the connection of a statement unanswered
-   * half a second past it is cut). Not used by PGlite.
+   * How long a request waits on the database before it is answered 503 `database_unavailable`: for
+   * a pooled connection, or PGlite's thread (`PAYHOOK_DB_ACQUIRE_TIMEOUT_MS`, default 2,000), and
+   * on PostgreSQL for one statement (`PAYHOOK_DB_STATEMENT_TIMEOUT_MS`, default 2,500; the
+   * connection of a statement unanswered half a second past it is cut).
    */
   databaseTimeouts: { acquireTimeoutMs: number; statementTimeoutMs: number };
   /**
@@ -123,8 +123,8 @@ function retention(raw: string | undefined): number | null {
  * `PAYHOOK_SHUTDOWN_GRACE_SECONDS` (10, from 0 to 300: how long a shutdown lets delivery attempts in
  * flight finish before releasing them), `PAYHOOK_MAINTENANCE_INTERVAL_SECONDS` (10, 0 to turn off:
  * how often PGlite's tables are checked for a vacuum), `PAYHOOK_DB_ACQUIRE_TIMEOUT_MS` (2000) and
- * `PAYHOOK_DB_STATEMENT_TIMEOUT_MS` (2500: how long a request waits on PostgreSQL before it is
- * answered 503), `PAYHOOK_DB_POOL_SIZE` (10: the API's PostgreSQL connections in each process),
+ * `PAYHOOK_DB_STATEMENT_TIMEOUT_MS` (2500: how long a request waits on the database before it is
+ * answered 503; the second on PostgreSQL only), `PAYHOOK_DB_POOL_SIZE` (10: the API's PostgreSQL connections in each process),
  * `PAYHOOK_TRACEPARENT` (`1` to send each attempt's trace context to the
  * receiver), `PAYHOOK_ENDPOINT_DISABLE_AFTER_SECONDS` (432000, 0 to never disable: how long every
  * attempt to an endpoint must fail before it is disabled) and `PAYHOOK_ENDPOINT_DISABLE_MIN_ATTEMPTS`

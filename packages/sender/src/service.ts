@@ -74,7 +74,7 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
     (await openDatabase(
       config.databaseUrl
         ? { url: config.databaseUrl, ...config.databaseTimeouts, poolSize: config.databasePoolSize, ...keys }
-        : { dataDir: config.dataDir, ...keys },
+        : { dataDir: config.dataDir, acquireTimeoutMs: config.databaseTimeouts.acquireTimeoutMs, ...keys },
     ));
   const ownDatabase = options.database === undefined;
   try {

@@ -1,71 +1,84 @@
 // @module-tag postgres
+// @module-tag pglite
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../src/index.js';
 import { startTestApp, type TestApp } from './fixtures/app.js';
 import { sessionRequest } from './fixtures/requests.js';
 
-// More requests than the API's pool has connections, each waiting longer than the acquire timeout
-// (PAYHOOK_DB_ACQUIRE_TIMEOUT_MS): a flood past what the server can take. Each one waiting too long
-// is answered 503 `database_unavailable` with a Retry-After, never a 500 or a hang; none of them
-// writes anything; and the database is not taken for down: once a connection is free, the next
-// request is served at once (a timeout waiting for the pool is the API's own queue, not an outage).
+// More requests than the database can take, each waiting longer than the acquire timeout
+// (PAYHOOK_DB_ACQUIRE_TIMEOUT_MS): a flood past what the server can take. On PostgreSQL the wait is
+// for one of the API pool's connections; on PGlite, for the turn of its one session, or behind the
+// statements already queued on its thread. Each request waiting too long is answered 503
+// `database_unavailable` with a Retry-After, never a 500 or a hang; none of them writes anything;
+// and the database is not taken for down: once it is free, the next request is served at once (a
+// timeout waiting for it is the API's own queue, not an outage).
 
-describe('the API past its pool, on PostgreSQL', { timeout: 60_000 }, () => {
-  const KEY = 'sk_test_pool_saturation';
+const KEY = 'sk_test_pool_saturation';
+
+/** A sender with a wait of 200 ms, and on PostgreSQL a pool of one connection, set as an operator would. */
+function startSender(storage: 'postgres' | 'pglite') {
+  return startTestApp(storage, 'pool', {
+    PAYHOOK_API_KEYS: `${KEY}:biz-pool:test`,
+    PAYHOOK_DB_POOL_SIZE: '1',
+    PAYHOOK_DB_ACQUIRE_TIMEOUT_MS: '200',
+  });
+}
+
+async function createSession({ url }: TestApp) {
+  const response = await fetch(`${url}/payment-sessions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ ...sessionRequest, reference: `pool-${randomBytes(6).toString('hex')}` }),
+  });
+  return {
+    status: response.status,
+    retryAfter: response.headers.get('retry-after'),
+    body: (await response.json()) as { error?: { code: string } },
+  };
+}
+
+async function payments({ database }: TestApp) {
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from payments`.execute(database.db);
+  return rows[0]?.n ?? 0;
+}
+
+/** Eight sessions at once: each is answered 503 database_unavailable, with a Retry-After. */
+async function floodRefused(sender: TestApp) {
+  const flood = await Promise.all(Array.from({ length: 8 }, () => createSession(sender)));
+  for (const answer of flood) {
+    expect(answer.status).toBe(503);
+    expect(answer.body.error?.code).toBe('database_unavailable');
+    expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(1);
+  }
+}
+
+describe.each(['postgres', 'pglite'] as const)('the API past its database, on %s', (storage) => {
   let sender: TestApp;
-  let database: Database;
-  let url: string;
 
   beforeAll(async () => {
-    // A pool of one connection that a request waits 200 ms for, set as an operator would.
-    sender = await startTestApp('postgres', 'pool', {
-      PAYHOOK_API_KEYS: `${KEY}:biz-pool:test`,
-      PAYHOOK_DB_POOL_SIZE: '1',
-      PAYHOOK_DB_ACQUIRE_TIMEOUT_MS: '200',
-    });
-    ({ database, url } = sender);
+    sender = await startSender(storage);
   }, 60_000);
 
   afterAll(() => sender?.close());
 
-  const createSession = async () => {
-    const response = await fetch(`${url}/payment-sessions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ ...sessionRequest, reference: `pool-${randomBytes(6).toString('hex')}` }),
-    });
-    return {
-      status: response.status,
-      retryAfter: response.headers.get('retry-after'),
-      body: (await response.json()) as { error?: { code: string } },
-    };
-  };
-  const payments = async () => {
-    const { rows } = await sql<{ n: number }>`select count(*)::int as n from payments`.execute(database.db);
-    return rows[0]?.n;
-  };
+  it('answers 503 with a Retry-After to the requests that waited too long for the database, writes none of them, and serves the next at once', async () => {
+    const { database } = sender;
+    const before = await payments(sender);
+    expect((await createSession(sender)).status).toBe(201);
 
-  it('answers 503 with a Retry-After to the requests that waited too long, writes none of them, and serves the next at once', async () => {
-    expect((await createSession()).status).toBe(201);
-
-    // The pool's one connection, held by a statement that waits on a gate.
+    // The API's one connection (PostgreSQL) or the session's turn (PGlite), held by a
+    // transaction that waits on a gate.
     let open: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
       open = resolve;
     });
-    const holding = database.db.connection().execute(async (connection) => {
-      await sql`select 1`.execute(connection);
+    const holding = database.db.transaction().execute(async (tx) => {
+      await sql`select 1`.execute(tx);
       await gate;
     });
     try {
-      const flood = await Promise.all(Array.from({ length: 8 }, createSession));
-      for (const answer of flood) {
-        expect(answer.status).toBe(503);
-        expect(answer.body.error?.code).toBe('database_unavailable');
-        expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(1);
-      }
+      await floodRefused(sender);
     } finally {
       open();
       await holding;
@@ -73,7 +86,38 @@ describe('the API past its pool, on PostgreSQL', { timeout: 60_000 }, () => {
 
     // Not taken for an outage: the database answers, so the next request is served.
     expect(database.health.state).not.toBe('down');
-    expect((await createSession()).status).toBe(201);
-    expect(await payments()).toBe(2);
+    expect((await createSession(sender)).status).toBe(201);
+    expect(await payments(sender)).toBe(before + 2);
   });
+});
+
+describe("the API while PGlite's thread is behind", () => {
+  let sender: TestApp;
+
+  beforeAll(async () => {
+    sender = await startSender('pglite');
+  }, 60_000);
+
+  afterAll(() => sender?.close());
+
+  it("answers 503 while the thread's oldest statement has waited longer than the wait, and never sheds the delivery worker's statements", async () => {
+    const { database } = sender;
+    const before = await payments(sender);
+    // A statement of the worker's that holds the thread for 3 s; the turn is free once it is
+    // sent, so what a request would wait behind is the thread's queue, not the turn.
+    const slow = database.delivery((db) => sql`select pg_sleep(3)`.execute(db));
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    try {
+      await floodRefused(sender);
+      // The worker's next statement waits behind it, as before: it is never refused.
+      const workers = await database.delivery((db) => sql<{ one: number }>`select 1 as one`.execute(db));
+      expect(workers.rows).toEqual([{ one: 1 }]);
+    } finally {
+      await slow;
+    }
+
+    expect(database.health.state).not.toBe('down');
+    expect((await createSession(sender)).status).toBe(201);
+    expect(await payments(sender)).toBe(before + 1);
+  }, 30_000);
 });

@@ -27,8 +27,13 @@ export { type PostgresTimeouts, PREPARE } from './postgres.js';
 /** Where the sender keeps its data, and the key its signing secrets are sealed with. */
 export type DatabaseOptions =
   /** Embedded PGlite in a data directory (the default: nothing to install). */
+
+  /**
+   * `acquireTimeoutMs` bounds how long an API statement waits for PGlite's thread (default
+   * {@link DEFAULT_TIMEOUTS}'s): past it, the API answers 503 (`PGliteBusyError`).
+   */
   (
-    | { dataDir: string }
+    | ({ dataDir: string } & Partial<Pick<PostgresTimeouts, 'acquireTimeoutMs'>>)
     /**
      * A PostgreSQL server; `schema` (created if missing) keeps this sender's tables apart; the
      * timeouts bound every wait on it (default {@link DEFAULT_TIMEOUTS}); `poolSize` is how many
@@ -172,7 +177,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       if (!secretKeys) ({ keys: secretKeys, file: secretKeyFile } = await dataDirSecretKeys(options.dataDir));
       // One process holds the directory: the wake-ups of its commits are all there is.
       wake = createWakeSignal();
-      const session = pgliteDialect(pglite, wake);
+      // The API's statements wait at most the acquire timeout, as for a pooled connection.
+      const session = pgliteDialect(pglite, wake, {
+        waitLimitMs: options.acquireTimeoutMs ?? DEFAULT_TIMEOUTS.acquireTimeoutMs,
+      });
       db = new Kysely<Schema>({ dialect: session, plugins: [secrets] });
       // The worker's statements, each with the planner settings around it in its own message.
       deliveryDb = new Kysely<Schema>({ dialect: session.withSettings(WORKER_PLANNER), plugins: [secrets] });

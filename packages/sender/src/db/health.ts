@@ -68,8 +68,9 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     const { code, message } = e as { code?: unknown; message?: unknown };
     if (e instanceof DatabaseTimeoutError) return true;
     if (typeof code === 'string' && (NETWORK_CODES.has(code) || UNAVAILABLE_STATES.test(code))) return true;
-    // The embedded PGlite failed, or its thread is gone (`PGliteThreadError`).
-    if (code === 'PGLITE_UNAVAILABLE') return true;
+    // The embedded PGlite failed, or its thread is gone (`PGliteThreadError`), or it is too far
+    // behind to take a statement in time (`PGliteBusyError`).
+    if (code === 'PGLITE_UNAVAILABLE' || code === 'PGLITE_BUSY') return true;
     if (typeof message === 'string' && PG_CONNECTION_MESSAGES.test(message)) return true;
     e = (e as { cause?: unknown }).cause;
   }
@@ -204,7 +205,8 @@ export function oneWayHealth(failures: (listener: (reason: string) => void) => (
       return reason;
     },
     report() {},
-    retryAfterSeconds: () => 60,
+    // Down, it stays down until a restart; up, a 503 is a statement that could not wait (busy).
+    retryAfterSeconds: () => (reason === undefined ? 1 : 60),
     onChange(listener) {
       listeners.add(listener);
       return () => {

@@ -28,12 +28,27 @@ const CLOSE_WAIT_MS = 5_000;
  * (docs/decisions.md, "PGlite runs on a thread of its own"). Statements marked with `PREPARE` run
  * as named prepared statements (parsed and planned once per text), and each statement goes with
  * its transaction's pending `begin` in one message (docs/decisions.md, "PGlite keeps up").
+ *
+ * With `waitLimitMs`, the dialect's users (the API's) wait at most that long for the database, as
+ * for a pooled PostgreSQL connection: a user that would wait longer for its turn, or that comes
+ * while the thread's oldest unanswered message has waited longer, fails with
+ * {@link PGliteBusyError} (the API's 503) before it sends anything. The views of `withSettings`
+ * (the delivery worker's) always wait their turn.
  */
-export function pgliteDialect(db: PGliteThread, wake?: WakeSignal): PGliteDialect {
+export function pgliteDialect(
+  db: PGliteThread,
+  wake?: WakeSignal,
+  options: { waitLimitMs?: number | undefined } = {},
+): PGliteDialect {
   const session = new PGliteSession(db, wake);
   const view = (settings?: Record<string, string>): Dialect => ({
     createAdapter: () => new PostgresAdapter(),
-    createDriver: () => new PGliteDriver(session, settings && statementSettings(settings)),
+    createDriver: () =>
+      new PGliteDriver(
+        session,
+        settings && statementSettings(settings),
+        settings ? undefined : options.waitLimitMs,
+      ),
     createIntrospector: (kysely: Kysely<unknown>) => new PostgresIntrospector(kysely),
     createQueryCompiler: () => new PostgresQueryCompiler(),
   });
@@ -49,6 +64,17 @@ export interface PGliteDialect extends Dialect {
    * on a PostgreSQL pool with the settings as connection options.
    */
   withSettings(settings: Record<string, string>): Dialect;
+}
+
+/**
+ * The embedded database could not take a statement within the wait limit (`pgliteDialect`'s
+ * `waitLimitMs`, the sender's `PAYHOOK_DB_ACQUIRE_TIMEOUT_MS`): more work is queued on its thread
+ * than it gets through in that time. Nothing of the statement was sent. Its `code` counts as the
+ * database being unavailable (`isDatabaseUnavailable`): the API answers 503 with a Retry-After.
+ */
+export class PGliteBusyError extends Error {
+  override name = 'PGliteBusyError';
+  readonly code = 'PGLITE_BUSY';
 }
 
 /** The messages around a statement run with settings of its own. */
@@ -181,15 +207,47 @@ class PGliteSession {
     await this.db.close();
   }
 
-  /** Waits for the session; resolves with the function that gives it to the next user. */
-  async nextTurn(): Promise<() => void> {
+  /**
+   * Waits for the session; resolves with the function that gives it to the next user. Past
+   * `limitMs`, fails with {@link PGliteBusyError} instead; the turn it waited for then passes on
+   * to the next user as soon as it comes.
+   */
+  async nextTurn(limitMs?: number): Promise<() => void> {
     let release: () => void = () => {};
     const previous = this.tail;
     this.tail = new Promise<void>((resolve) => {
       release = resolve;
     });
-    await previous;
-    return release;
+    if (limitMs === undefined) {
+      await previous;
+      return release;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const came = await Promise.race([
+      previous.then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), limitMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (came) return release;
+    void previous.then(release);
+    throw new PGliteBusyError(
+      `The embedded database did not take the statement within ${limitMs} ms: its session was in use all that time.`,
+    );
+  }
+
+  /**
+   * Fails with {@link PGliteBusyError} when the thread's oldest unanswered message has waited
+   * more than `limitMs`: a statement sent now would wait longer than that.
+   */
+  checkBacklog(limitMs: number): void {
+    const waited = this.db.oldestWaitMs();
+    if (waited > limitMs) {
+      throw new PGliteBusyError(
+        `The embedded database is behind: its oldest unanswered statement was sent ${Math.round(waited)} ms ago, more than the ${limitMs} ms a statement may wait.`,
+      );
+    }
   }
 
   /** Sends a batch of protocol messages (with the turn's pending `begin` before it, if any). */
@@ -299,12 +357,16 @@ class PGliteDriver implements Driver {
     private readonly session: PGliteSession,
     /** Set around each statement of this driver (see {@link PGliteDialect.withSettings}). */
     private readonly settings?: StatementSettings,
+    /** How long a user may wait for the database (see {@link pgliteDialect}); none: no limit. */
+    private readonly waitLimitMs?: number,
   ) {}
 
   async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    return new Turn(this.session, this.settings, await this.session.nextTurn());
+    const limit = this.waitLimitMs;
+    if (limit !== undefined) this.session.checkBacklog(limit);
+    return new Turn(this.session, this.settings, await this.session.nextTurn(limit));
   }
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {

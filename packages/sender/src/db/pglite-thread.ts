@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { type messages, parse, protocol, type Results, types } from '@electric-sql/pglite';
 
@@ -19,6 +20,8 @@ type HostMessage =
 interface Pending {
   resolve: (data: Uint8Array) => void;
   reject: (error: Error) => void;
+  /** When it was sent (`performance.now()`). */
+  sentAt: number;
 }
 
 /**
@@ -104,6 +107,15 @@ export class PGliteThread {
     return thread;
   }
 
+  /**
+   * How long the oldest call still unanswered has waited, in ms (0 with none): the thread runs
+   * its calls in the order sent, so a call sent now waits at least this long behind them.
+   */
+  oldestWaitMs(): number {
+    for (const call of this.pending.values()) return performance.now() - call.sentAt;
+    return 0;
+  }
+
   /** Whether {@link close} was called or the thread is gone. */
   get closed(): boolean {
     return this.#closed;
@@ -143,7 +155,7 @@ export class PGliteThread {
     const id = this.nextId++;
     if (this.pending.size === 0) this.worker.ref();
     return new Promise<Uint8Array>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      this.pending.set(id, { resolve, reject, sentAt: performance.now() });
       if (close) this.worker.postMessage({ id, close: true });
       else {
         // Handed over, not copied; a view of a larger buffer is copied first (cloning a view
