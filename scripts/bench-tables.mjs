@@ -587,6 +587,32 @@ export function generic(value) {
   return rows.length === 0 ? '(no numbers in the results)' : `${table(['value', ''], shown)}${more}`;
 }
 
+const FLOOD_RUNS = {
+  pglite: 'PGlite, wait bounded (2 s)',
+  'pglite-unbounded': 'PGlite, wait unbounded',
+  postgres: 'PostgreSQL, wait bounded (2 s)',
+};
+
+function flood(r) {
+  const rows = r.runs.map((x) => [
+    FLOOD_RUNS[x.run] ?? x.run,
+    Object.entries(x.answers)
+      .map(([answer, n]) => `${answer}: ${int(n)}`)
+      .join(', '),
+    int(x.acknowledgedPerSecond),
+    int(x.answerMs.p50),
+    int(x.answerMs.p99),
+    int(x.answerMs.max),
+    int(x.firstMs.p50),
+    int(x.firstMs.p99),
+    int(x.missing),
+  ]);
+  return `${int(r.connections)} clients for ${int(r.seconds)} s; answer times in ms.\n\n${table(
+    ['run', 'answers', 'acknowledged/s', 'p50', 'p99', 'max', 'first 2 s p50', 'first 2 s p99', 'missing'],
+    rows,
+  )}`;
+}
+
 /** The renderers by benchmark name (bench/results/<name>.json). */
 export const RENDERERS = {
   verify,
@@ -603,6 +629,7 @@ export const RENDERERS = {
   dashboard,
   'sandbox-soak': sandboxSoak,
   latency,
+  flood,
   'slow-endpoints': slowEndpoints,
   history,
   retention,

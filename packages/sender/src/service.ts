@@ -53,6 +53,14 @@ export interface SenderService {
 }
 
 /**
+ * The listening socket's queue of connections the process has not accepted yet (the kernel caps it
+ * at `net.core.somaxconn`). With Node's default of 511, 4,000 clients connecting at once to a busy
+ * sender overflowed it, and the kernel reset 237 of their connections; with 4,096, none
+ * (docs/decisions.md, "The listening socket's backlog").
+ */
+export const LISTEN_BACKLOG = 4096;
+
+/**
  * Starts the whole sender in this process: storage (PGlite, or PostgreSQL when
  * `config.databaseUrl` is set), the HTTP API on `config.host:config.port`, the delivery worker and
  * the sweeper that expires unpaid sessions and warns about, then disables, failing webhook
@@ -160,7 +168,7 @@ export async function startSender(options: StartSenderOptions): Promise<SenderSe
         `signing secrets are sealed with the key in ${keyFile.path}${keyFile.created ? ' (made now, mode 0600)' : ''}: set PAYHOOK_SECRET_KEY to keep the key outside the data directory`,
       );
     }
-    const url = await app.listen({ port: config.port, host: config.host });
+    const url = await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
     await worker.start();
     maintenance.start();
     retention.start();

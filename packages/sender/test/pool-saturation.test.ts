@@ -17,7 +17,7 @@ import { sessionRequest } from './fixtures/requests.js';
 const KEY = 'sk_test_pool_saturation';
 
 /** A sender with a wait of 200 ms, and on PostgreSQL a pool of one connection, set as an operator would. */
-function startSender(storage: 'postgres' | 'pglite') {
+function startSaturatedApp(storage: 'postgres' | 'pglite') {
   return startTestApp(storage, 'pool', {
     PAYHOOK_API_KEYS: `${KEY}:biz-pool:test`,
     PAYHOOK_DB_POOL_SIZE: '1',
@@ -57,7 +57,7 @@ describe.each(['postgres', 'pglite'] as const)('the API past its database, on %s
   let sender: TestApp;
 
   beforeAll(async () => {
-    sender = await startSender(storage);
+    sender = await startSaturatedApp(storage);
   }, 60_000);
 
   afterAll(() => sender?.close());
@@ -95,7 +95,7 @@ describe("the API while PGlite's thread is behind", () => {
   let sender: TestApp;
 
   beforeAll(async () => {
-    sender = await startSender('pglite');
+    sender = await startSaturatedApp('pglite');
   }, 60_000);
 
   afterAll(() => sender?.close());
