@@ -124,7 +124,8 @@ function retention(raw: string | undefined): number | null {
  * flight finish before releasing them), `PAYHOOK_MAINTENANCE_INTERVAL_SECONDS` (10, 0 to turn off:
  * how often PGlite's tables are checked for a vacuum), `PAYHOOK_DB_ACQUIRE_TIMEOUT_MS` (2000) and
  * `PAYHOOK_DB_STATEMENT_TIMEOUT_MS` (2500: how long a request waits on the database before it is
- * answered 503; the second on PostgreSQL only), `PAYHOOK_DB_POOL_SIZE` (10: the API's PostgreSQL connections in each process),
+ * answered 503; the second on PostgreSQL only), `PAYHOOK_DB_POOL_SIZE` (10: the API's PostgreSQL
+ * connections in each process),
  * `PAYHOOK_TRACEPARENT` (`1` to send each attempt's trace context to the
  * receiver), `PAYHOOK_ENDPOINT_DISABLE_AFTER_SECONDS` (432000, 0 to never disable: how long every
  * attempt to an endpoint must fail before it is disabled) and `PAYHOOK_ENDPOINT_DISABLE_MIN_ATTEMPTS`

@@ -56,7 +56,7 @@ export interface SenderService {
  * The listening socket's queue of connections the process has not accepted yet (the kernel caps it
  * at `net.core.somaxconn`). With Node's default of 511, 4,000 clients connecting at once to a busy
  * sender overflowed it, and the kernel reset 237 of their connections; with 4,096, none
- * (docs/decisions.md, "The listening socket's backlog").
+ * (docs/decisions.md, "The listening socket's backlog is 4,096").
  */
 export const LISTEN_BACKLOG = 4096;
 

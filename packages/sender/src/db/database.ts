@@ -26,11 +26,11 @@ export { type PostgresTimeouts, PREPARE } from './postgres.js';
 
 /** Where the sender keeps its data, and the key its signing secrets are sealed with. */
 export type DatabaseOptions =
-  /** Embedded PGlite in a data directory (the default: nothing to install). */
-
   /**
-   * `acquireTimeoutMs` bounds how long an API statement waits for PGlite's thread (default
-   * {@link DEFAULT_TIMEOUTS}'s): past it, the API answers 503 (`PGliteBusyError`).
+   * Embedded PGlite in a data directory (the default: nothing to install); `acquireTimeoutMs`
+   * bounds how long an API statement waits for PGlite's thread (default
+   * {@link DEFAULT_TIMEOUTS}'s): past it, the statement fails with code `PGLITE_BUSY` before it is
+   * sent, which the API answers 503.
    */
   (
     | ({ dataDir: string } & Partial<Pick<PostgresTimeouts, 'acquireTimeoutMs'>>)
