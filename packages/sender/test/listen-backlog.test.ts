@@ -1,4 +1,5 @@
 // @module-tag pglite
+// @module-tag process
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -11,7 +12,7 @@ import { openTestDatabase } from './fixtures/storage.js';
 // 4,000 of them, and the kernel reset some; the sender asks for 4,096 (the kernel caps it at
 // net.core.somaxconn). The queue's length is what `ss` shows as a listening socket's Send-Q.
 
-describe("the sender's listening socket", () => {
+describe("the sender's listening socket", { timeout: 60_000 }, () => {
   it('queues as many connections not yet accepted as the kernel allows, up to 4,096', async () => {
     const { database, cleanup } = await openTestDatabase('pglite', 'backlog');
     const service = await startSender({ config: loadConfig({ PORT: '0' }), database, logger: false });
