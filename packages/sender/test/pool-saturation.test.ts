@@ -25,16 +25,27 @@ function startSaturatedApp(storage: 'postgres' | 'pglite') {
   });
 }
 
-async function createSession({ url }: TestApp) {
+/** A session request, with the Idempotency-Key a client retries it with. */
+const sessionCall = () => ({
+  key: `pool-key-${randomBytes(6).toString('hex')}`,
+  body: JSON.stringify({ ...sessionRequest, reference: `pool-${randomBytes(6).toString('hex')}` }),
+});
+
+async function createSession({ url }: TestApp, call = sessionCall()) {
   const response = await fetch(`${url}/payment-sessions`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ ...sessionRequest, reference: `pool-${randomBytes(6).toString('hex')}` }),
+    headers: {
+      authorization: `Bearer ${KEY}`,
+      'content-type': 'application/json',
+      'idempotency-key': call.key,
+    },
+    body: call.body,
   });
   return {
     status: response.status,
     retryAfter: response.headers.get('retry-after'),
-    body: (await response.json()) as { error?: { code: string } },
+    replayed: response.headers.get('idempotent-replayed'),
+    body: (await response.json()) as { error?: { code: string }; data?: { payment: { id: string } } },
   };
 }
 
@@ -43,14 +54,19 @@ async function payments({ database }: TestApp) {
   return rows[0]?.n ?? 0;
 }
 
-/** Eight sessions at once: each is answered 503 database_unavailable, with a Retry-After. */
+/**
+ * Eight sessions at once: each is answered 503 database_unavailable, with a Retry-After. Returns
+ * the requests, for a client's retries.
+ */
 async function floodRefused(sender: TestApp) {
-  const flood = await Promise.all(Array.from({ length: 8 }, () => createSession(sender)));
+  const calls = Array.from({ length: 8 }, sessionCall);
+  const flood = await Promise.all(calls.map((call) => createSession(sender, call)));
   for (const answer of flood) {
     expect(answer.status).toBe(503);
     expect(answer.body.error?.code).toBe('database_unavailable');
     expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(1);
   }
+  return calls;
 }
 
 describe.each(['postgres', 'pglite'] as const)('the API past its database, on %s', (storage) => {
@@ -77,16 +93,25 @@ describe.each(['postgres', 'pglite'] as const)('the API past its database, on %s
       await sql`select 1`.execute(tx);
       await gate;
     });
+    let refused: ReturnType<typeof sessionCall>[];
     try {
-      await floodRefused(sender);
+      refused = await floodRefused(sender);
     } finally {
       open();
       await holding;
     }
 
-    // Not taken for an outage: the database answers, so the next request is served.
+    // Not taken for an outage: the database answers, so the next request is served. A refused
+    // request retried with its Idempotency-Key, as the 503 says, is made (it had claimed nothing),
+    // and once only: the next retry replays it.
     expect(database.health.state).not.toBe('down');
-    expect((await createSession(sender)).status).toBe(201);
+    const retried = await createSession(sender, refused[0]);
+    expect(retried.status).toBe(201);
+    expect(retried.replayed).toBeNull();
+    const again = await createSession(sender, refused[0]);
+    expect(again.status).toBe(201);
+    expect(again.replayed).toBe('true');
+    expect(again.body.data?.payment.id).toBe(retried.body.data?.payment.id);
     expect(await payments(sender)).toBe(before + 2);
   });
 });
